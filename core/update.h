@@ -1,0 +1,50 @@
+// The input every counting scheme consumes: counter updates and the life-cycle
+// events of one mm. Live capture, replay and simulation all produce these.
+#pragma once
+
+#include <cstdint>
+
+namespace rssaudit {
+
+// mm->rss_stat members, in the kernel's order (include/linux/mm_types_task.h).
+enum Member : uint8_t {
+  kFilePages = 0,
+  kAnonPages = 1,
+  kSwapEnts = 2,
+  kShmemPages = 3,
+};
+inline constexpr int kMembers = 4;
+
+// Update::flags bits.
+inline constexpr uint8_t kUpdateByOwner = 1;  // current->mm == this mm
+inline constexpr uint8_t kUpdateInFault = 2;  // from the owner's page fault
+
+// One counter update of one mm, in pages.
+struct Update {
+  uint64_t time_ns = 0;
+  uint32_t task = 0;  // tid of the updating task
+  uint32_t cpu = 0;
+  int32_t delta = 0;
+  uint8_t member = kAnonPages;
+  uint8_t flags = kUpdateByOwner | kUpdateInFault;
+
+  bool by_owner() const { return flags & kUpdateByOwner; }
+  bool in_fault() const { return flags & kUpdateInFault; }
+};
+
+enum class LifeKind : uint8_t {
+  kFault,        // a task of the mm enters a user page fault (before updates)
+  kSecondUser,   // clone(CLONE_VM) without CLONE_VFORK: a second thread
+  kTaskExit,     // a task using the mm exits (or execs away from it)
+  kCpuSwitch,    // `cpu` switched from this mm to another one
+  kRusageQuery,  // a reader asks for rusage/taskstats of the mm's process
+  kMmExit,       // the mm is torn down (exit_mmap)
+};
+
+struct LifeEvent {
+  LifeKind kind = LifeKind::kFault;
+  uint32_t task = 0;
+  uint32_t cpu = 0;
+};
+
+}  // namespace rssaudit
