@@ -1,1 +1,28 @@
-int main() { return 0; }
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <exception>
+
+#include "cli/errors.h"
+#include "cli/simulate_command.h"
+
+int main(int argc, char** argv) {
+  using namespace rssaudit::cli;
+  CLI::App app{"rssaudit: how wrong the kernel's RSS counters are, and what "
+               "each counting scheme would report"};
+  app.require_subcommand(1);
+  register_simulate(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return e.get_exit_code() == 0 ? kExitOk : kExitUsage;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "rssaudit: {}\n", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "rssaudit: {}\n", e.what());
+    return kExitFailure;
+  }
+  return kExitOk;
+}

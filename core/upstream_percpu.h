@@ -34,6 +34,9 @@ class UpstreamPercpu {
     }
   }
 
+  // Adds straight into count, as percpu_counter_init(fbc, amount) seeds it.
+  void add_to_count(int member, int64_t amount) { count_[member] += amount; }
+
   // Folds every slot into count (percpu_counter_sum + set, as a sync does).
   void fold_all();
 

@@ -1,0 +1,50 @@
+#include "core/per_cpu_cache.h"
+
+namespace rssaudit {
+
+PerCpuCache::PerCpuCache(const Topology& t) : cpus_(new CpuCache[t.nr_cpus]) {
+  live_.reserve(t.nr_cpus);
+}
+
+void PerCpuCache::on_event(const LifeEvent& e) {
+  switch (e.kind) {
+    case LifeKind::kCpuSwitch:
+      flush(e.cpu);
+      break;
+    case LifeKind::kMmExit:
+      while (!live_.empty()) flush(live_.back());
+      break;
+    case LifeKind::kFault:
+    case LifeKind::kSecondUser:
+    case LifeKind::kTaskExit:
+    case LifeKind::kRusageQuery:
+      break;
+  }
+}
+
+int64_t PerCpuCache::precise(int member) const {
+  int64_t sum = atomic_[member];
+  for (uint32_t cpu : live_) sum += cpus_[cpu].count[member];
+  return sum;
+}
+
+// The switch-out path folds the outgoing mm's cache: one atomic add per
+// non-zero member. The CPU then caches another mm.
+void PerCpuCache::flush(uint32_t cpu) {
+  CpuCache& c = cpus_[cpu];
+  if (c.live_at == kNotLive) return;
+  for (int m = 0; m < kMembers; ++m) {
+    if (c.count[m] == 0) continue;
+    atomic_[m] += c.count[m];
+    c.count[m] = 0;
+    ++shared_updates_;
+  }
+  // Swap-remove from live_.
+  const uint32_t last = live_.back();
+  live_[c.live_at] = last;
+  cpus_[last].live_at = c.live_at;
+  live_.pop_back();
+  c.live_at = kNotLive;
+}
+
+}  // namespace rssaudit

@@ -1,0 +1,55 @@
+// Every counting scheme fed the same stream, dispatched statically.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <tuple>
+
+#include "core/scheme.h"
+#include "core/topology.h"
+#include "core/hpcc_tree.h"
+#include "core/lazy_percpu.h"
+#include "core/per_cpu_cache.h"
+#include "core/per_task_cache.h"
+#include "core/sync_before_query.h"
+#include "core/upstream_percpu.h"
+
+namespace rssaudit {
+
+template <CountingScheme... S>
+class SchemeTuple {
+ public:
+  static constexpr size_t kCount = sizeof...(S);
+  static constexpr std::array<std::string_view, kCount> kNames = {S::kName...};
+
+  explicit SchemeTuple(const Topology& t) : schemes_(S(t)...) {}
+
+  void add(const Update& u) {
+    std::apply([&](S&... s) { (s.add(u), ...); }, schemes_);
+  }
+  void on_event(const LifeEvent& e) {
+    std::apply([&](S&... s) { (s.on_event(e), ...); }, schemes_);
+  }
+  // Calls f(index, scheme) for each scheme, in kNames order.
+  template <class F>
+  void for_each(F&& f) const {
+    for_each_impl(f, std::index_sequence_for<S...>{});
+  }
+  template <class T>
+  const T& get() const {
+    return std::get<T>(schemes_);
+  }
+
+ private:
+  template <class F, size_t... I>
+  void for_each_impl(F& f, std::index_sequence<I...>) const {
+    (f(I, std::get<I>(schemes_)), ...);
+  }
+
+  std::tuple<S...> schemes_;
+};
+
+using SchemeSet = SchemeTuple<UpstreamPercpu, HpccTree, PerTaskCache,
+                              PerCpuCache, LazyPercpu, SyncBeforeQuery>;
+
+}  // namespace rssaudit

@@ -1,0 +1,12 @@
+#include "core/sync_before_query.h"
+
+namespace rssaudit {
+
+void SyncBeforeQuery::on_event(const LifeEvent& e) {
+  // The RFC folds in the exit path and before rusage/taskstats read the
+  // counters; every other path keeps upstream's behaviour.
+  if (e.kind == LifeKind::kMmExit || e.kind == LifeKind::kRusageQuery)
+    upstream_.fold_all();
+}
+
+}  // namespace rssaudit

@@ -1,0 +1,154 @@
+#include "core/per_task_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/core/life_stream.h"
+#include "tests/core/scheme_invariants.h"
+
+namespace rssaudit {
+namespace {
+
+using testing::kFirstTid;
+using testing::life_event;
+
+constexpr uint8_t kOwnerFault = kUpdateByOwner | kUpdateInFault;
+
+Update by(uint32_t task, int32_t delta, uint8_t flags = kOwnerFault,
+          uint8_t member = kAnonPages) {
+  return Update{.task = task, .delta = delta, .member = member, .flags = flags};
+}
+
+// One page fault of `task` mapping `pages` anon pages.
+void fault(PerTaskCache& s, uint32_t task, int32_t pages = 1) {
+  s.on_event(life_event(LifeKind::kFault, task));
+  s.add(by(task, pages));
+}
+
+TEST(PerTaskCache, The66thFaultSyncsAsEventsPlusPlusAbove64Dictates) {
+  PerTaskCache s(Topology::for_cpus(4));
+  // Faults 1..65 see events 0..64 before the increment: none exceeds 64.
+  for (int i = 1; i <= 65; ++i) fault(s, kFirstTid);
+  EXPECT_EQ(s.events(kFirstTid), 65);
+  EXPECT_EQ(s.cached(kFirstTid, kAnonPages), 65);
+  EXPECT_EQ(s.approximate(kAnonPages), 0);
+  EXPECT_EQ(s.shared_updates(), 0u);
+  // Fault 66 sees events == 65 > 64: it syncs the 65 cached pages before its
+  // own update, which starts the next cache.
+  s.on_event(life_event(LifeKind::kFault, kFirstTid));
+  EXPECT_EQ(s.approximate(kAnonPages), 65);
+  EXPECT_EQ(s.cached(kFirstTid, kAnonPages), 0);
+  EXPECT_EQ(s.events(kFirstTid), 0);
+  EXPECT_EQ(s.shared_updates(), 1u);
+  s.add(by(kFirstTid, 1));
+  EXPECT_EQ(s.cached(kFirstTid, kAnonPages), 1);
+  // Events restart at 0, so the next sync is again 66 faults later.
+  for (int i = 67; i <= 131; ++i) fault(s, kFirstTid);
+  EXPECT_EQ(s.approximate(kAnonPages), 65);
+  fault(s, kFirstTid);  // fault 132
+  EXPECT_EQ(s.approximate(kAnonPages), 131);
+  EXPECT_EQ(s.precise(kAnonPages), 132);
+}
+
+TEST(PerTaskCache, UpdatesOutsideTheOwnersFaultPathHitTheAtomics) {
+  PerTaskCache s(Topology::for_cpus(2));
+  s.add(by(testing::kRemoteTid, 5, 0));  // reclaim, remote access
+  s.add(by(kFirstTid, -3, kUpdateByOwner, kFilePages));  // zap_pte_range
+  EXPECT_EQ(s.approximate(kAnonPages), 5);
+  EXPECT_EQ(s.approximate(kFilePages), -3);
+  EXPECT_EQ(s.shared_updates(), 2u);
+  EXPECT_EQ(s.tasks(), 0u);  // no task cache was needed
+}
+
+TEST(PerTaskCache, SyncAddsOnlyNonZeroMembers) {
+  PerTaskCache s(Topology::for_cpus(2));
+  s.on_event(life_event(LifeKind::kFault, kFirstTid));
+  s.add(by(kFirstTid, 3));
+  s.add(by(kFirstTid, 2, kOwnerFault, kFilePages));
+  s.add(by(kFirstTid, -2, kOwnerFault, kFilePages));
+  s.on_event(life_event(LifeKind::kTaskExit, kFirstTid));
+  EXPECT_EQ(s.approximate(kAnonPages), 3);
+  EXPECT_EQ(s.approximate(kFilePages), 0);
+  EXPECT_EQ(s.shared_updates(), 1u);
+}
+
+TEST(PerTaskCache, EachThreadHidesItsCacheUntilItFaultsAgain) {
+  PerTaskCache s(Topology::for_cpus(8));
+  // Three threads each take 65 THP faults of 512 pages, then sleep: readers
+  // miss all of it, whatever the thread count, for as long as they sleep.
+  for (uint32_t t = kFirstTid; t < kFirstTid + 3; ++t)
+    for (int i = 0; i < 65; ++i) fault(s, t, 512);
+  EXPECT_EQ(s.approximate(kAnonPages), 0);
+  EXPECT_EQ(s.precise(kAnonPages), 3 * 65 * 512);
+  EXPECT_FALSE(s.bound(kAnonPages).has_value());
+}
+
+TEST(PerTaskCache, TaskExitSyncsOnlyTheExitingTask) {
+  PerTaskCache s(Topology::for_cpus(2));
+  fault(s, kFirstTid, 7);
+  fault(s, kFirstTid + 1, 11);
+  EXPECT_EQ(s.bytes_per_mm(), 32u + 2 * 20u);
+  s.on_event(life_event(LifeKind::kTaskExit, kFirstTid + 1));
+  EXPECT_EQ(s.approximate(kAnonPages), 11);
+  EXPECT_EQ(s.cached(kFirstTid, kAnonPages), 7);
+  EXPECT_EQ(s.tasks(), 1u);
+  EXPECT_EQ(s.bytes_per_mm(), 32u + 20u);
+  // An exit of a task that never cached anything changes nothing.
+  s.on_event(life_event(LifeKind::kTaskExit, kFirstTid + 5));
+  EXPECT_EQ(s.approximate(kAnonPages), 11);
+  EXPECT_EQ(s.tasks(), 1u);
+}
+
+TEST(PerTaskCache, MmExitSyncsEveryTask) {
+  PerTaskCache s(Topology::for_cpus(2));
+  fault(s, kFirstTid, 7);
+  fault(s, kFirstTid + 1, 11);
+  s.on_event(life_event(LifeKind::kMmExit));
+  EXPECT_EQ(s.approximate(kAnonPages), 18);
+  EXPECT_EQ(s.tasks(), 0u);
+  EXPECT_EQ(s.bytes_per_mm(), 32u);
+}
+
+TEST(PerTaskCache, OtherEventsDoNotSync) {
+  PerTaskCache s(Topology::for_cpus(2));
+  fault(s, kFirstTid, 7);
+  for (LifeKind k :
+       {LifeKind::kSecondUser, LifeKind::kCpuSwitch, LifeKind::kRusageQuery})
+    s.on_event(life_event(k));
+  EXPECT_EQ(s.approximate(kAnonPages), 0);
+  EXPECT_EQ(s.cached(kFirstTid, kAnonPages), 7);
+}
+
+class PerTaskCacheRandom : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(PerTaskCacheRandom, PreciseIsExactAndExitSyncsEverything) {
+  const uint32_t cpus = GetParam();
+  for (int32_t max_delta : {1, 32, 512}) {
+    PerTaskCache s(Topology::for_cpus(cpus));
+    testing::InvariantChecker check(s);
+    int fault_syncs = 0;
+    for (const testing::Step& step :
+         testing::life_stream(cpus * 31u + max_delta, 20000, cpus, max_delta)) {
+      const bool fault = step.is_event && step.event.kind == LifeKind::kFault;
+      const int32_t events = fault ? s.events(step.event.task) : 0;
+      testing::apply(check, step);
+      if (::testing::Test::HasFatalFailure()) return;
+      if (fault) {
+        const bool sync = events > PerTaskCache::kEventsThresh;
+        fault_syncs += sync;
+        ASSERT_EQ(s.events(step.event.task), sync ? 0 : events + 1);
+      }
+    }
+    EXPECT_GT(fault_syncs, 0);
+    EXPECT_GT(check.largest_error(), 0);
+    check.check_precise();
+    check.event(life_event(LifeKind::kMmExit));
+    for (int m = 0; m < kMembers; ++m)
+      EXPECT_EQ(s.approximate(m), check.exact(m));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpus, PerTaskCacheRandom,
+                         ::testing::ValuesIn(testing::kCpuCounts));
+
+}  // namespace
+}  // namespace rssaudit

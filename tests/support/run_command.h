@@ -1,0 +1,43 @@
+// Runs a command line through the shell and captures what it printed, for
+// tests of the command-line tools.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace rssaudit::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline CommandResult run_command(const std::string& command) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto out = dir / ("rssaudit-test-" + std::to_string(getpid()) + ".out");
+  const auto err = dir / ("rssaudit-test-" + std::to_string(getpid()) + ".err");
+  const int status = std::system(
+      (command + " >" + out.string() + " 2>" + err.string()).c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+}  // namespace rssaudit::testing
