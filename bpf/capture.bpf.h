@@ -1,0 +1,107 @@
+/* Declarations shared by the capture programs, which bpftool links into one
+ * object (see CMakeLists.txt): the maps and settings live in maps.bpf.c and
+ * are `extern` everywhere else, so every program writes the same ring buffer
+ * and reads the same filters. */
+#ifndef RSSAUDIT_CAPTURE_BPF_H
+#define RSSAUDIT_CAPTURE_BPF_H
+
+/* The kernel types must come before libbpf's headers. */
+// clang-format off
+#include "vmlinux_min.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "rss_event.h"
+// clang-format on
+
+#ifdef RSSAUDIT_DEFINE_MAPS
+#define RSSAUDIT_SHARED
+#define RSSAUDIT_ZERO = 0
+#else
+#define RSSAUDIT_SHARED extern
+#define RSSAUDIT_ZERO
+#endif
+
+/* Per-task state: page faults since the task's last update of its own mm,
+ * and the mm it last ran (for the old mm of an exec). */
+struct task_state {
+  __u64 mm;
+  __u32 faults;
+  __u32 pad;
+};
+
+RSSAUDIT_SHARED struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+} events SEC(".maps");
+
+RSSAUDIT_SHARED struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} drops SEC(".maps");
+
+RSSAUDIT_SHARED struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct task_state);
+} task_states SEC(".maps");
+
+/* Set by user space before load. */
+/* Set by user space before load (an initializer keeps them in .rodata). */
+RSSAUDIT_SHARED const volatile __u32 self_tgid RSSAUDIT_ZERO;   /* auditor */
+RSSAUDIT_SHARED const volatile __u32 target_tgid RSSAUDIT_ZERO; /* 0 = all */
+/* Learned from the first update a process makes to its own mm. */
+RSSAUDIT_SHARED __u64 self_mm RSSAUDIT_ZERO;
+RSSAUDIT_SHARED __u64 target_mm RSSAUDIT_ZERO;
+
+static __always_inline void count_drop(void) {
+  __u32 zero = 0;
+  __u64* n = bpf_map_lookup_elem(&drops, &zero);
+  if (n) *n += 1;
+}
+
+/* Whether an event about `mm` by (or about) a task of `tgid` is wanted. The
+ * auditor's own mm is excluded, but not its updates to other mms: a fork
+ * copies the parent's counters into the child in the parent's context. */
+static __always_inline bool mm_wanted(__u64 mm, __u32 tgid, bool owner) {
+  if (owner && tgid == self_tgid && self_mm != mm) self_mm = mm;
+  if (mm == self_mm) return false;
+  if (!target_tgid) return true;
+  if (owner && tgid == target_tgid && target_mm != mm) target_mm = mm;
+  return mm == target_mm;
+}
+
+/* Reserves and fills the fields every record has. */
+static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
+                                                       __u32 tid, __u32 tgid,
+                                                       __u64 start_ns) {
+  struct rss_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count_drop();
+    return 0;
+  }
+  e->mm = mm;
+  e->aux = 0;
+  e->start_ns = start_ns;
+  e->tid = tid;
+  e->tgid = tgid;
+  e->slot = 0;
+  e->span_ns = 0;
+  e->cpu = bpf_get_smp_processor_id();
+  e->faults = 0;
+  e->kind = kind;
+  e->member = 0;
+  e->flags = 0;
+  e->pad = 0;
+  return e;
+}
+
+/* User space polls on a timer: a wake-up per record costs ~20x the
+ * record itself (KERNEL.md). */
+static __always_inline void event_submit(struct rss_event* e) {
+  bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+#endif

@@ -1,0 +1,56 @@
+/* The record the BPF programs put in the ring buffer; shared by the BPF
+ * programs (C) and the daemon (C++). Fixed size, naturally aligned, no
+ * implicit padding: the layout is the ABI between the two sides. */
+#ifndef RSSAUDIT_RSS_EVENT_H
+#define RSSAUDIT_RSS_EVENT_H
+
+#ifndef RSSAUDIT_VMLINUX_MIN_H
+#include <linux/types.h>
+#endif
+
+enum rss_event_kind {
+  RSS_EV_UPDATE = 1,    /* one mm->rss_stat[member] update */
+  RSS_EV_NEW_TASK = 2,  /* task_newtask: aux = clone flags */
+  RSS_EV_EXEC = 3,      /* sched_process_exec: mm = new mm, aux = old mm */
+  RSS_EV_EXIT = 4,      /* sched_process_exit, before the mm is released */
+  RSS_EV_EXIT_MMAP = 5, /* exit_mmap: the mm's pages are gone */
+};
+
+/* rss_event.flags */
+enum {
+  /* The updating task's own mm (current->mm == mm). */
+  RSS_EVF_OWNER = 1 << 0,
+  /* The mm is being populated by its creator: a fork copying page tables
+   * into a child still in TASK_NEW, or an exec setting up its new mm.
+   * The counters of such an mm started at zero under our eyes. */
+  RSS_EVF_CREATING = 1 << 1,
+  /* sched_process_exit: the last thread of the group. */
+  RSS_EVF_GROUP_DEAD = 1 << 2,
+};
+
+struct rss_event {
+  __u64 mm;       /* kernel address of the mm_struct */
+  __s64 aux;      /* UPDATE: rss_stat[member].count after the update;
+                     NEW_TASK: clone flags; EXEC: the task's previous mm */
+  __u64 start_ns; /* bpf_ktime_get_ns() on entry, just after the add */
+  __u32 tid;
+  __u32 tgid;
+  __s32 slot;    /* UPDATE: this CPU's slot of the counter after the add */
+  __u32 span_ns; /* end - start: `aux` and `slot` were read in between */
+  __u16 cpu;
+  __u16 faults; /* user page faults of the task since its last update
+                   of its own mm, saturating */
+  __u8 kind;    /* enum rss_event_kind */
+  __u8 member;  /* UPDATE: MM_FILEPAGES..MM_SHMEMPAGES */
+  __u8 flags;   /* RSS_EVF_* */
+  __u8 pad;
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(rss_event) == 48, "rss_event is a fixed 48-byte ABI");
+static_assert(alignof(rss_event) == 8, "rss_event is 8-byte aligned");
+#else
+_Static_assert(sizeof(struct rss_event) == 48, "rss_event size");
+#endif
+
+#endif

@@ -1,0 +1,141 @@
+/* tp_btf/rss_stat: one record per mm->rss_stat[member] update, with the
+ * counter's `count` and this CPU's slot as they are right after the add. The
+ * daemon recovers each update's exact delta from the slots (KERNEL.md). */
+#include "capture.bpf.h"
+
+/* A one-element per-CPU array whose element addresses reveal the per-CPU
+ * offset of each CPU (see slot_offset()). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} pcpu_probe SEC(".maps");
+
+struct cpu_state {
+  __u64 offset;  /* __per_cpu_offset[this CPU] */
+  __u64 scratch; /* launders pointers into plain numbers */
+  __u64 ready;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct cpu_state);
+} cpu_states SEC(".maps");
+
+/* A number the verifier treats as a scalar: the store into a map value and
+ * the load back (volatile, so clang keeps both) drop the pointer type, which
+ * forbids arithmetic. Needs CAP_BPF+CAP_PERFMON (pointer leaks allowed). */
+static __always_inline __u64 launder(struct cpu_state* cs, const void* p) {
+  *(volatile __u64*)&cs->scratch = (__u64)p;
+  return *(volatile __u64*)&cs->scratch;
+}
+
+/* The per-CPU offset of `cpu`, learned once per CPU and cached: the element
+ * pointer bpf_map_lookup_percpu_elem() returns for `cpu`, minus the raw
+ * per-CPU pointer the array keeps right after its struct bpf_array. */
+static __always_inline int slot_offset(__u32 cpu, __u64* offset) {
+  __u32 zero = 0;
+  struct cpu_state* cs = bpf_map_lookup_elem(&cpu_states, &zero);
+  if (!cs) return -1;
+  if (cs->ready) {
+    *offset = cs->offset;
+    return 0;
+  }
+  __u64 pptr;
+  __u64 array = launder(cs, &pcpu_probe);
+  if (bpf_probe_read_kernel(
+          &pptr, sizeof(pptr),
+          (const void*)(array + bpf_core_type_size(struct bpf_array))))
+    return -1;
+  void* elem = bpf_map_lookup_percpu_elem(&pcpu_probe, &zero, cpu);
+  if (!elem) return -1;
+  cs->offset = launder(cs, elem) - pptr;
+  cs->ready = 1;
+  *offset = cs->offset;
+  return 0;
+}
+
+/* Constant indices only: with a variable one clang would scale by the size
+ * of our minimal struct percpu_counter, not the kernel's. */
+static __always_inline struct percpu_counter* rss_counter(struct mm_struct* mm,
+                                                          int member) {
+  switch (member) {
+    case 0:
+      return &mm->rss_stat[0];
+    case 1:
+      return &mm->rss_stat[1];
+    case 2:
+      return &mm->rss_stat[2];
+    case 3:
+      return &mm->rss_stat[3];
+  }
+  return 0;
+}
+
+/* The mm is being filled by its creator: fork's copy runs before the child
+ * leaves TASK_NEW; exec fills the new mm (owned by current) before switching
+ * to it. The old mm an exec tears down is also owned by current but has no
+ * user left. Needs mm->owner (CONFIG_MEMCG); without it no mm is new. */
+static __always_inline bool mm_creating(struct mm_struct* mm,
+                                        struct task_struct* cur) {
+  if (!bpf_core_field_exists(mm->owner)) return false;
+  struct task_struct* owner = mm->owner;
+  if (!owner || mm->mm_users.counter <= 0) return false;
+  return owner == cur || (owner->__state & TASK_NEW);
+}
+
+SEC("tp_btf/rss_stat")
+int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
+  __u64 start_ns = bpf_ktime_get_ns();
+  /* Before f1a7941243c1 the counters are plain atomics: user space refuses
+   * such a kernel, and this keeps the program from mis-reading one. */
+  if (bpf_core_field_exists(((struct mm_struct___pre62*)0)->rss_stat.count))
+    return 0;
+  struct percpu_counter* pc = rss_counter(mm, member);
+  if (!pc) return 0;
+
+  struct task_struct* cur = bpf_get_current_task_btf();
+  __u64 id = bpf_get_current_pid_tgid();
+  bool owner = cur->mm == mm;
+  if (!mm_wanted((__u64)mm, id >> 32, owner)) return 0;
+
+  __u32 cpu = bpf_get_smp_processor_id();
+  __u64 offset;
+  if (slot_offset(cpu, &offset)) return 0;
+
+  __u32 faults = 0;
+  if (owner) {
+    struct task_state* ts = bpf_task_storage_get(&task_states, cur, 0, 0);
+    if (ts) {
+      faults = ts->faults;
+      ts->faults = 0;
+    }
+  }
+
+  /* Reserve before reading `count`: a record earlier in the ring buffer then
+   * always has its add before this record's read (the daemon relies on it). */
+  struct rss_event* e =
+      event_reserve(RSS_EV_UPDATE, (__u64)mm, (__u32)id, id >> 32, start_ns);
+  if (!e) return 0;
+  e->member = member;
+  e->faults = faults > 0xffff ? 0xffff : faults;
+  e->flags = owner                  ? RSS_EVF_OWNER
+             : mm_creating(mm, cur) ? RSS_EVF_CREATING
+                                    : 0;
+  e->aux = pc->count;
+  __s32 slot;
+  if (bpf_probe_read_kernel(&slot, sizeof(slot),
+                            (const void*)((__u64)pc->counters + offset))) {
+    /* Without the slot the delta is unknown: a loss, counted as one. */
+    bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+    count_drop();
+    return 0;
+  }
+  e->slot = slot;
+  e->span_ns = bpf_ktime_get_ns() - start_ns;
+  event_submit(e);
+  return 0;
+}

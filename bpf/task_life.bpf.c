@@ -1,0 +1,74 @@
+/* The life-cycle records of tasks and mms: new task (with its clone flags),
+ * exec, exit, and exit_mmap. */
+#include "capture.bpf.h"
+
+static __always_inline struct rss_event* task_event(__u8 kind,
+                                                    struct task_struct* task,
+                                                    __u64 mm) {
+  __u64 start_ns = bpf_ktime_get_ns();
+  __u32 tgid = task->tgid;
+  if (!mm_wanted(mm, tgid, false)) return 0;
+  return event_reserve(kind, mm, task->pid, tgid, start_ns);
+}
+
+/* Fires in copy_process() after copy_mm(): task->mm is the child's own mm,
+ * or the parent's one with CLONE_VM (threads, vfork). */
+SEC("tp_btf/task_newtask")
+int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
+  __u64 mm = (__u64)task->mm;
+  if (!mm) return 0; /* kernel thread */
+  struct task_state* ts = bpf_task_storage_get(&task_states, task, 0,
+                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (ts) ts->mm = mm;
+  struct rss_event* e = task_event(RSS_EV_NEW_TASK, task, mm);
+  if (!e) return 0;
+  e->aux = clone_flags;
+  event_submit(e);
+  return 0;
+}
+
+/* Fires after the switch to the new mm; the old one is known only if this
+ * task was seen before (created or faulting under the capture). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_sched_process_exec, struct task_struct* task, pid_t old_pid,
+             struct linux_binprm* bprm) {
+  __u64 mm = (__u64)task->mm;
+  __u64 old_mm = 0;
+  struct task_state* ts = bpf_task_storage_get(&task_states, task, 0,
+                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (ts) {
+    if (ts->mm != mm) old_mm = ts->mm;
+    ts->mm = mm;
+  }
+  struct rss_event* e = task_event(RSS_EV_EXEC, task, mm);
+  if (!e) return 0;
+  e->aux = old_mm;
+  event_submit(e);
+  return 0;
+}
+
+/* Fires before exit_mm(), so task->mm is still the task's mm. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
+  __u64 mm = (__u64)task->mm;
+  if (!mm) return 0;
+  struct rss_event* e = task_event(RSS_EV_EXIT, task, mm);
+  if (!e) return 0;
+  e->flags = group_dead ? RSS_EVF_GROUP_DEAD : 0;
+  event_submit(e);
+  return 0;
+}
+
+/* Fires after the teardown's counter updates: no update of this mm follows,
+ * and its address may be reused by the next mm. */
+SEC("tp_btf/exit_mmap")
+int BPF_PROG(on_exit_mmap, struct mm_struct* mm) {
+  __u64 start_ns = bpf_ktime_get_ns();
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!mm_wanted((__u64)mm, id >> 32, false)) return 0;
+  struct rss_event* e =
+      event_reserve(RSS_EV_EXIT_MMAP, (__u64)mm, (__u32)id, id >> 32, start_ns);
+  if (!e) return 0;
+  event_submit(e);
+  return 0;
+}

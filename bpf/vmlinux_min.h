@@ -1,0 +1,96 @@
+/* Hand-written CO-RE subset of the kernel types rssaudit's BPF programs read.
+ * Every struct is preserve_access_index: libbpf relocates each field against
+ * the running kernel's BTF, so only names and types matter here, not layout.
+ * Keep it minimal: add a field only when a program reads it. */
+#ifndef RSSAUDIT_VMLINUX_MIN_H
+#define RSSAUDIT_VMLINUX_MIN_H
+
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+typedef int pid_t;
+
+/* UAPI constants (include/uapi/linux/bpf.h, sched.h); stable ABI values. */
+enum bpf_map_type {
+  BPF_MAP_TYPE_HASH = 1,
+  BPF_MAP_TYPE_ARRAY = 2,
+  BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+  BPF_MAP_TYPE_RINGBUF = 27,
+  BPF_MAP_TYPE_TASK_STORAGE = 29,
+};
+enum {
+  BPF_ANY = 0,
+  BPF_F_NO_PREALLOC = 1U << 0,
+  BPF_RB_NO_WAKEUP = 1ULL << 0,
+  BPF_LOCAL_STORAGE_GET_F_CREATE = 1ULL << 0,
+};
+#define CLONE_VM 0x00000100
+#define CLONE_VFORK 0x00004000
+#define CLONE_THREAD 0x00010000
+/* include/linux/sched.h: set by sched_fork() until wake_up_new_task(). */
+#define TASK_NEW 0x00000800
+
+typedef struct {
+  int counter;
+} atomic_t;
+
+typedef struct {
+  long counter;
+} atomic_long_t;
+
+/* lib/percpu_counter.c; `counters` is a per-CPU offset, not a pointer the
+ * verifier lets us follow (see KERNEL.md). */
+struct percpu_counter {
+  s64 count;
+  s32* counters;
+} __attribute__((preserve_access_index));
+
+struct mm_struct {
+  atomic_t mm_users;
+  struct percpu_counter rss_stat[4];
+  struct task_struct* owner; /* CONFIG_MEMCG */
+} __attribute__((preserve_access_index));
+
+/* Layout before f1a7941243c1 ("mm: convert mm's rss stats into
+ * percpu_counter", Linux 6.2): one atomic per member, no per-CPU slots.
+ * Only used to detect such a kernel; rssaudit does not model it. */
+struct mm_rss_stat {
+  atomic_long_t count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___pre62 {
+  struct mm_rss_stat rss_stat;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+  unsigned int __state;
+  struct mm_struct* mm;
+  pid_t pid;
+  pid_t tgid;
+} __attribute__((preserve_access_index));
+
+struct linux_binprm;
+struct pt_regs;
+
+/* kernel/bpf/arraymap.c: a per-CPU array stores one per-CPU pointer per
+ * element right after the struct (the `pptrs` flexible array). Only the
+ * struct's size is relocated; one member keeps the type non-empty. */
+struct bpf_array {
+  u32 elem_size;
+} __attribute__((preserve_access_index));
+
+#endif

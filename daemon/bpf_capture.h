@@ -1,0 +1,93 @@
+// Loads the capture BPF programs (bpf/*.bpf.c), attaches them and drains
+// their ring buffer of rss_event records. Owns no loop and no clock: the
+// caller polls on its own timer, since the programs never wake it up.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "bpf/rss_event.h"
+
+struct ring_buffer;
+struct rssaudit_bpf;
+
+namespace rssaudit {
+
+struct CaptureOptions {
+  // Only this process's mm (0: every process). Learned from the target's
+  // first update of its own mm, so updates to it made from other contexts
+  // before that are not seen.
+  uint32_t target_tgid = 0;
+  // This process's own mm is never captured (its ring-buffer mapping alone
+  // makes thousands of updates). 0: the calling process.
+  uint32_t self_tgid = 0;
+  // Ring buffer size: a power of two, a multiple of the page size. 16 MiB
+  // holds ~350 k records, a third of a second at the highest rates seen.
+  size_t ring_bytes = size_t{16} << 20;
+};
+
+// What the running kernel offers for capture.
+struct CaptureSupport {
+  bool root = false;         // CAP_BPF + CAP_PERFMON, in practice root
+  bool btf = false;          // /sys/kernel/btf/vmlinux loads
+  bool percpu_rss = false;   // mm->rss_stat is struct percpu_counter[] (6.2+)
+  bool tracepoints = false;  // every tp_btf target has its btf_trace_ type
+  // Empty when capture can run, else what is missing, for a human.
+  std::string missing;
+};
+CaptureSupport probe_capture_support();
+
+class BpfCapture {
+ public:
+  struct OpenResult {
+    std::unique_ptr<BpfCapture> capture;  // null on failure
+    std::string error;                    // why, with libbpf's own words
+    // The failure is a missing kernel feature or privilege, not a bug.
+    bool unsupported = false;
+  };
+  // Probes, loads and attaches. Never raises RLIMIT_MEMLOCK: kernels with
+  // memcg accounting of BPF memory (5.11+) do not need it.
+  static OpenResult open(const CaptureOptions& options);
+
+  BpfCapture(const BpfCapture&) = delete;
+  BpfCapture& operator=(const BpfCapture&) = delete;
+  ~BpfCapture();
+
+  // Hands every record in the ring buffer to `fn(const rss_event&)`, in ring
+  // order, without blocking; returns how many, or a negative errno. No
+  // allocation, no syscall beyond the consumer position update.
+  template <class Fn>
+  int poll(Fn&& fn) {
+    handler_ = [](void* ctx, const rss_event& e) {
+      (*static_cast<std::remove_reference_t<Fn>*>(ctx))(e);
+    };
+    handler_ctx_ = &fn;
+    return consume();
+  }
+
+  // Records lost because the ring buffer was full (or a slot unreadable),
+  // summed over CPUs since open.
+  uint64_t drops() const;
+
+  // CPUs the kernel may ever use: the range of rss_event::cpu.
+  uint32_t possible_cpus() const { return possible_cpus_; }
+
+ private:
+  BpfCapture() = default;
+  int consume();
+  static int on_sample(void* ctx, void* data, size_t size);
+
+  rssaudit_bpf* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  uint32_t possible_cpus_ = 0;
+  mutable std::vector<uint64_t> drop_values_;
+  mutable uint64_t last_drops_ = 0;
+  void (*handler_)(void*, const rss_event&) = nullptr;
+  void* handler_ctx_ = nullptr;
+};
+
+}  // namespace rssaudit

@@ -1,0 +1,162 @@
+// Turns the raw rss_event records of the capture into the exact update
+// stream of core/update.h: (mm, member, cpu, delta) per counter update, plus
+// life-cycle events. Pure logic: no syscalls, no clock, so synthetic record
+// sequences test it.
+//
+// The method (KERNEL.md): a slot changes only on its own CPU, right before
+// the record of that change. Per (mm, member, cpu) the last slot is known,
+// so a non-zero slot gives delta = slot_after - slot_before. A slot back at
+// zero either folded into `count` or returned to zero; the change of `count`
+// not yet explained by earlier folds says which, and by how much. Two such
+// events on different CPUs whose [start, end] windows overlap cannot be told
+// apart: both are flagged kAmbiguous, never presented as exact.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "bpf/rss_event.h"
+#include "core/update.h"
+
+namespace rssaudit {
+
+// One mm while it lives: its kernel address and a sequence number given at
+// creation, so an address reused after exit_mmap is another mm.
+struct MmKey {
+  uint64_t addr = 0;
+  uint64_t generation = 0;
+  bool operator==(const MmKey&) const = default;
+};
+
+enum class Fidelity : uint8_t {
+  kExact,         // the kernel's own delta
+  kAmbiguous,     // overlapping folds on two CPUs: the sum of the group is
+                  // right, the split between its events is not known
+  kNoBaseline,    // first update of this CPU to an mm that existed before
+                  // the capture: slot before unknown, delta reported as 0
+  kInconsistent,  // `count` moved by an amount no single fold can make,
+                  // without a visible overlap; delta attributed as no fold
+};
+
+struct UpdateInfo {
+  uint64_t end_ns = 0;       // the record's window is [update.time_ns, end]
+  int64_t kernel_count = 0;  // rss_stat[member].count right after the add
+  int32_t kernel_slot = 0;   // this CPU's slot right after the add
+  uint32_t tgid = 0;         // of the updating task
+  uint16_t faults = 0;       // user faults of the task since its last update
+  Fidelity fidelity = Fidelity::kExact;
+};
+
+class ReconstructorSink {
+ public:
+  virtual ~ReconstructorSink() = default;
+  // `from_zero`: seen from its creation (fork or exec), so every counter and
+  // slot started at 0; otherwise it existed before the capture.
+  virtual void on_mm_created(const MmKey& mm, bool from_zero) = 0;
+  virtual void on_update(const MmKey& mm, const Update& update,
+                         const UpdateInfo& info) = 0;
+  virtual void on_life(const MmKey& mm, const LifeEvent& event) = 0;
+  // After its last update and its kMmExit.
+  virtual void on_mm_destroyed(const MmKey& mm) = 0;
+};
+
+struct ReconstructorOptions {
+  uint32_t nr_cpus = 1;  // bound of rss_event::cpu (possible CPUs)
+  int32_t batch = 32;    // percpu_counter batch of mm->rss_stat
+  // Longest time a BPF program takes from its start to its reservation or
+  // from its reservation to its end. Output waits this long after an event
+  // ends, so any overlapping event has arrived before it is emitted.
+  uint64_t grace_ns = 2'000'000;
+};
+
+struct ReconstructorStats {
+  uint64_t events = 0;
+  uint64_t updates = 0;
+  uint64_t exact = 0;
+  uint64_t ambiguous = 0;
+  uint64_t no_baseline = 0;
+  uint64_t inconsistent = 0;
+  // An overlapping fold arrived after its partner was emitted as exact:
+  // grace_ns is too short (should stay 0).
+  uint64_t late_overlaps = 0;
+  uint64_t bad_records = 0;  // cpu or member out of range, unknown kind
+  uint64_t mms_created = 0;
+  uint64_t mms_destroyed = 0;
+};
+
+class DeltaReconstructor {
+ public:
+  explicit DeltaReconstructor(const ReconstructorOptions& options);
+  ~DeltaReconstructor();
+
+  // Feeds one record, in ring-buffer order. Emits to `sink` the events that
+  // can no longer be affected by a later record (see grace_ns).
+  void on_event(const rss_event& e, ReconstructorSink& sink);
+  // After a poll that drained the ring buffer: every record that started
+  // before `now_ns` (bpf_ktime_get_ns, i.e. CLOCK_MONOTONIC) has arrived.
+  void advance(uint64_t now_ns, ReconstructorSink& sink);
+  // Emits everything held back (end of a recording, shutdown).
+  void flush(ReconstructorSink& sink);
+
+  const ReconstructorStats& stats() const { return stats_; }
+  size_t live_mms() const { return mms_.size(); }
+
+ private:
+  struct SlotState {
+    int32_t value = 0;
+    bool known = false;
+  };
+  struct MmState {
+    MmKey key;
+    bool from_zero = false;
+    // Per member: the sum of the folds attributed so far, i.e. the kernel's
+    // `count` once every fold before now has arrived.
+    std::array<int64_t, kMembers> count{};
+    std::array<bool, kMembers> count_known{};
+    // Per member: end of the first record whose `count` showed a fold not
+    // yet arrived (0: none), and its CPU. That fold, of another CPU, landed
+    // before this time even if its record starts later (an interrupt
+    // between the add and the tracepoint): its window starts here.
+    std::array<uint64_t, kMembers> unexplained_end{};
+    std::array<uint32_t, kMembers> unexplained_cpu{};
+    // The last emitted fold per member, to detect a late overlap.
+    std::array<uint64_t, kMembers> emitted_fold_end{};
+    std::array<uint32_t, kMembers> emitted_fold_cpu{};
+    std::unique_ptr<SlotState[]> slots;  // [cpu * kMembers + member]
+  };
+  struct Pending {
+    enum class Type : uint8_t { kCreated, kUpdate, kLife, kDestroyed };
+    Type type = Type::kUpdate;
+    bool fold = false;  // kUpdate whose slot came back to zero
+    MmState* mm = nullptr;
+    uint64_t end_ns = 0;
+    Update update;
+    UpdateInfo info;
+    LifeEvent life;
+    std::unique_ptr<MmState> dead;  // kDestroyed: freed once emitted
+  };
+
+  MmState& mm_state(uint64_t addr, bool from_zero, uint64_t time_ns);
+  void on_update(const rss_event& e);
+  void push_life(MmState& mm, LifeKind kind, const rss_event& e);
+  void mark_overlaps(Pending& fold, uint64_t since_ns);
+  void emit_ready(ReconstructorSink& sink, bool all);
+  void emit(Pending& p, ReconstructorSink& sink);
+  Pending& push(Pending::Type type, MmState& mm, uint64_t end_ns);
+
+  ReconstructorOptions options_;
+  ReconstructorStats stats_;
+  uint64_t next_generation_ = 1;
+  uint64_t watermark_ns_ = 0;
+  std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
+  // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
+  // so steady state allocates nothing.
+  std::vector<Pending> pending_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace rssaudit

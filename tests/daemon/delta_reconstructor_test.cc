@@ -1,0 +1,358 @@
+#include "daemon/delta_reconstructor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "core/topology.h"
+#include "core/upstream_percpu.h"
+
+namespace rssaudit {
+namespace {
+
+constexpr uint64_t kMm = 0xffff888012345000;
+constexpr uint64_t kGrace = 2'000'000;
+
+// What the sink saw, in order.
+struct Recorded {
+  enum Kind { kCreated, kUpdate, kLife, kDestroyed } kind;
+  MmKey mm;
+  bool from_zero = false;
+  Update update;
+  UpdateInfo info;
+  LifeEvent life;
+};
+
+class RecordingSink : public ReconstructorSink {
+ public:
+  void on_mm_created(const MmKey& mm, bool from_zero) override {
+    out.push_back({Recorded::kCreated, mm, from_zero, {}, {}, {}});
+  }
+  void on_update(const MmKey& mm, const Update& u,
+                 const UpdateInfo& info) override {
+    out.push_back({Recorded::kUpdate, mm, false, u, info, {}});
+  }
+  void on_life(const MmKey& mm, const LifeEvent& e) override {
+    out.push_back({Recorded::kLife, mm, false, {}, {}, e});
+  }
+  void on_mm_destroyed(const MmKey& mm) override {
+    out.push_back({Recorded::kDestroyed, mm, false, {}, {}, {}});
+  }
+
+  std::vector<Recorded> updates() const {
+    std::vector<Recorded> u;
+    for (const Recorded& r : out)
+      if (r.kind == Recorded::kUpdate) u.push_back(r);
+    return u;
+  }
+
+  std::vector<Recorded> out;
+};
+
+// The kernel side: one mm's percpu_counters, producing the records the BPF
+// program would (lib/percpu_counter.c, add then tracepoint).
+class FakeKernel {
+ public:
+  explicit FakeKernel(uint32_t cpus, int32_t batch = 32)
+      : batch_(batch), slots_(cpus * kMembers) {}
+
+  // One update on `cpu`; the record's window is [start, start + span].
+  rss_event add(uint32_t cpu, int member, int64_t amount, uint64_t start_ns,
+                uint32_t span_ns = 100, uint8_t flags = RSS_EVF_OWNER) {
+    int32_t& slot = slots_[cpu * kMembers + member];
+    const int64_t v = slot + amount;
+    if (std::llabs(v) >= batch_) {
+      count_[member] += v;
+      slot = 0;
+    } else {
+      slot = static_cast<int32_t>(v);
+    }
+    return record(cpu, member, start_ns, span_ns, flags);
+  }
+
+  rss_event record(uint32_t cpu, int member, uint64_t start_ns,
+                   uint32_t span_ns, uint8_t flags) const {
+    rss_event e{};
+    e.mm = kMm;
+    e.aux = count_[member];
+    e.start_ns = start_ns;
+    e.tid = 100 + cpu;
+    e.tgid = 100;
+    e.slot = slots_[cpu * kMembers + member];
+    e.span_ns = span_ns;
+    e.cpu = static_cast<uint16_t>(cpu);
+    e.kind = RSS_EV_UPDATE;
+    e.member = static_cast<uint8_t>(member);
+    e.flags = flags;
+    return e;
+  }
+
+  int64_t count(int member) const { return count_[member]; }
+  int32_t slot(int member, uint32_t cpu) const {
+    return slots_[cpu * kMembers + member];
+  }
+
+ private:
+  int32_t batch_;
+  int64_t count_[kMembers] = {};
+  std::vector<int32_t> slots_;
+};
+
+rss_event life(uint8_t kind, uint64_t mm, uint64_t start_ns, int64_t aux = 0) {
+  rss_event e{};
+  e.mm = mm;
+  e.aux = aux;
+  e.start_ns = start_ns;
+  e.tid = 7;
+  e.tgid = 7;
+  e.kind = kind;
+  return e;
+}
+
+ReconstructorOptions two_cpus() {
+  ReconstructorOptions o;
+  o.nr_cpus = 2;
+  o.batch = 32;
+  o.grace_ns = kGrace;
+  return o;
+}
+
+TEST(DeltaReconstructor, SingleTaskMigratingIsExactAtEveryUpdate) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  std::mt19937 rng(1);
+  std::vector<int64_t> truth;
+  uint64_t t = 1000;
+  for (int i = 0; i < 5000; ++i) {
+    const uint32_t cpu = rng() % 2;
+    const int member = rng() % 2;
+    const int64_t amount = (rng() % 4 == 0) ? -1 : (rng() % 50 == 0 ? 200 : 1);
+    truth.push_back(amount);
+    const uint8_t flags = i == 0 ? RSS_EVF_CREATING : RSS_EVF_OWNER;
+    r.on_event(kernel.add(cpu, member, amount, t, 100, flags), sink);
+    t += 1000;
+  }
+  r.flush(sink);
+
+  const auto updates = sink.updates();
+  ASSERT_EQ(updates.size(), truth.size());
+  UpstreamPercpu model(Topology::for_cpus(2));
+  for (size_t i = 0; i < updates.size(); ++i) {
+    const Recorded& u = updates[i];
+    ASSERT_EQ(u.info.fidelity, Fidelity::kExact) << "update " << i;
+    ASSERT_EQ(u.update.delta, truth[i]) << "update " << i;
+    model.add(u.update);
+    ASSERT_EQ(model.approximate(u.update.member), u.info.kernel_count);
+    ASSERT_EQ(model.slot(u.update.member, u.update.cpu), u.info.kernel_slot);
+  }
+  EXPECT_EQ(r.stats().exact, truth.size());
+}
+
+TEST(DeltaReconstructor, SlotBackToZeroWithoutFoldIsExact) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 5, 1000, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(0, kAnonPages, -5, 2000), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[1].update.delta, -5);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kExact);
+}
+
+TEST(DeltaReconstructor, OverlappingFoldsOnTwoCpusAreFlaggedNotGuessed) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1000;
+  // Bring both slots to 31 with windows that do not overlap.
+  r.on_event(kernel.add(0, kAnonPages, 31, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, 31, t += 1000), sink);
+  // Both fold at once: CPU1's add lands before CPU0 reads `count`.
+  kernel.add(0, kAnonPages, 1, t += 1000);
+  const rss_event fold1 = kernel.add(1, kAnonPages, 1, t + 10, 200);
+  const rss_event fold0 = kernel.record(0, kAnonPages, t, 100, RSS_EVF_OWNER);
+  r.on_event(fold0, sink);
+  r.on_event(fold1, sink);
+  r.flush(sink);
+
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kAmbiguous);
+  // The group as a whole is right, and leaves the model where the kernel is.
+  EXPECT_EQ(u[2].update.delta + u[3].update.delta, 2);
+  UpstreamPercpu model(Topology::for_cpus(2));
+  for (const Recorded& x : u) model.add(x.update);
+  EXPECT_EQ(model.approximate(kAnonPages), kernel.count(kAnonPages));
+  EXPECT_EQ(model.slot(kAnonPages, 0), 0);
+  EXPECT_EQ(model.slot(kAnonPages, 1), 0);
+  EXPECT_EQ(r.stats().ambiguous, 2u);
+}
+
+TEST(DeltaReconstructor, AFoldSeenBeforeItsLateRecordWidensItsWindow) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1000;
+  r.on_event(kernel.add(0, kAnonPages, 30, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, 31, t += 1000), sink);
+  // CPU1 folds, but an interrupt delays its record past CPU0's next two.
+  kernel.add(1, kAnonPages, 1, t += 1000);
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 1000), sink);  // reads it
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 1000), sink);  // folds too
+  r.on_event(kernel.record(1, kAnonPages, t += 1000, 100, RSS_EVF_OWNER), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 5u);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);  // no fold: slot says
+  EXPECT_EQ(u[2].update.delta, 1);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[4].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[3].update.delta + u[4].update.delta, 2);
+}
+
+TEST(DeltaReconstructor, FoldsWithDisjointWindowsOnTwoCpusAreExact) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1000;
+  r.on_event(kernel.add(0, kAnonPages, 31, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, -31, t += 1000), sink);
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 1000), sink);
+  r.on_event(kernel.add(1, kAnonPages, -1, t += 1000), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[2].update.delta, 1);
+  EXPECT_EQ(u[3].update.delta, -1);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kExact);
+}
+
+TEST(DeltaReconstructor, MmFromBeforeTheCaptureHasNoBaselinePerCpu) {
+  FakeKernel kernel(2);
+  kernel.add(0, kFilePages, 20, 0);  // before the capture
+  kernel.add(1, kFilePages, 40, 0);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kFilePages, 1, 1000), sink);
+  r.on_event(kernel.add(0, kFilePages, 1, 2000), sink);
+  r.on_event(kernel.add(1, kFilePages, 2, 3000), sink);
+  r.on_event(kernel.add(1, kFilePages, 2, 4000), sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.out.front().kind, Recorded::kCreated);
+  EXPECT_FALSE(sink.out.front().from_zero);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[0].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[1].update.delta, 1);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[3].update.delta, 2);
+}
+
+TEST(DeltaReconstructor, HoldsEventsBackForTheGraceTime) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_CREATING), sink);
+  EXPECT_TRUE(sink.out.empty());
+  r.advance(1100 + kGrace, sink);
+  EXPECT_TRUE(sink.updates().empty());
+  r.advance(1101 + kGrace, sink);
+  EXPECT_EQ(sink.updates().size(), 1u);
+  // A later record's start also moves time forward.
+  r.on_event(kernel.add(1, kAnonPages, 1, 5000, 100), sink);
+  r.on_event(kernel.add(1, kAnonPages, 1, 5200 + kGrace, 100), sink);
+  EXPECT_EQ(sink.updates().size(), 2u);
+}
+
+TEST(DeltaReconstructor, ExitMmapEndsTheMmAndAReusedAddressIsANewOne) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_CREATING), sink);
+  r.on_event(life(RSS_EV_EXIT_MMAP, kMm, 2000), sink);
+  FakeKernel reused(2);
+  r.on_event(reused.add(1, kAnonPages, 3, 3000, 100, RSS_EVF_CREATING), sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.out.size(), 6u);
+  EXPECT_EQ(sink.out[0].kind, Recorded::kCreated);
+  EXPECT_EQ(sink.out[1].kind, Recorded::kUpdate);
+  EXPECT_EQ(sink.out[2].kind, Recorded::kLife);
+  EXPECT_EQ(sink.out[2].life.kind, LifeKind::kMmExit);
+  EXPECT_EQ(sink.out[3].kind, Recorded::kDestroyed);
+  EXPECT_EQ(sink.out[4].kind, Recorded::kCreated);
+  EXPECT_TRUE(sink.out[4].from_zero);
+  EXPECT_EQ(sink.out[4].mm.addr, kMm);
+  EXPECT_NE(sink.out[4].mm.generation, sink.out[0].mm.generation);
+  EXPECT_EQ(sink.out[5].update.delta, 3);
+  EXPECT_EQ(sink.out[5].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(r.live_mms(), 1u);
+}
+
+TEST(DeltaReconstructor, FaultsPrecedeTheUpdateAsLifeEvents) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  rss_event e = kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_OWNER);
+  e.faults = 2;
+  r.on_event(e, sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.out.size(), 4u);
+  EXPECT_EQ(sink.out[1].life.kind, LifeKind::kFault);
+  EXPECT_EQ(sink.out[2].life.kind, LifeKind::kFault);
+  EXPECT_TRUE(sink.out[3].update.in_fault());
+  EXPECT_TRUE(sink.out[3].update.by_owner());
+}
+
+TEST(DeltaReconstructor, CloneVmIsASecondUserButVforkAndForkAreNot) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  constexpr int64_t kThread = 0x00010000 | 0x00000100;  // THREAD | VM
+  constexpr int64_t kVfork = 0x00004000 | 0x00000100;   // VFORK | VM
+  r.on_event(life(RSS_EV_NEW_TASK, kMm, 1000, kThread), sink);
+  r.on_event(life(RSS_EV_NEW_TASK, kMm, 2000, kVfork), sink);
+  r.on_event(life(RSS_EV_NEW_TASK, kMm + 4096, 3000, 0x11), sink);  // fork
+  r.on_event(life(RSS_EV_EXEC, kMm + 8192, 4000, kMm), sink);
+  r.flush(sink);
+  int second_users = 0;
+  int task_exits = 0;
+  for (const Recorded& x : sink.out) {
+    if (x.kind != Recorded::kLife) continue;
+    second_users += x.life.kind == LifeKind::kSecondUser;
+    if (x.life.kind == LifeKind::kTaskExit) {
+      ++task_exits;
+      EXPECT_EQ(x.mm.addr, kMm);  // exec leaves the old mm
+    }
+  }
+  EXPECT_EQ(second_users, 1);
+  EXPECT_EQ(task_exits, 1);
+  ASSERT_EQ(sink.out[0].kind, Recorded::kCreated);
+  EXPECT_FALSE(sink.out[0].from_zero);  // threads share an older mm
+  EXPECT_TRUE(sink.out[3].from_zero);   // the fork child's new mm
+}
+
+TEST(DeltaReconstructor, BadRecordsAreCountedNotUsed) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  FakeKernel kernel(2);
+  rss_event e = kernel.add(0, kAnonPages, 1, 1000);
+  e.cpu = 9;
+  r.on_event(e, sink);
+  e.cpu = 0;
+  e.member = 7;
+  r.on_event(e, sink);
+  r.flush(sink);
+  EXPECT_TRUE(sink.out.empty());
+  EXPECT_EQ(r.stats().bad_records, 2u);
+}
+
+}  // namespace
+}  // namespace rssaudit
