@@ -1,0 +1,82 @@
+#include "daemon/audit_pipeline.h"
+
+namespace rssaudit {
+
+AuditPipeline::AuditPipeline(const Topology& t, size_t finished_kept)
+    : topology_(t), finished_kept_(finished_kept) {}
+
+AuditPipeline::LiveMm* AuditPipeline::find(const MmKey& key) {
+  if (last_ && last_->summary.key == key) return last_;
+  auto it = live_.find(key.addr);
+  if (it == live_.end() || !(it->second->summary.key == key)) return nullptr;
+  return last_ = it->second.get();
+}
+
+void AuditPipeline::on_mm_created(const MmKey& mm, bool from_zero) {
+  auto live = std::make_unique<LiveMm>(topology_);
+  live->summary.key = mm;
+  live->summary.from_zero = from_zero;
+  if (last_ && last_->summary.key.addr == mm.addr) last_ = nullptr;
+  live_[mm.addr] = std::move(live);
+}
+
+void AuditPipeline::on_update(const MmKey& key, const Update& u,
+                              const UpdateInfo& info) {
+  LiveMm* mm = find(key);
+  if (!mm) return;  // the reconstructor always announces an mm first
+  MmSummary& s = mm->summary;
+  ++s.updates;
+  if (!s.tgid && u.by_owner()) s.tgid = info.tgid;
+  mm->kernel_count[u.member] = info.kernel_count;
+  mm->audit.add(u);
+  if (info.fidelity != Fidelity::kExact) {
+    ++s.flagged;
+    return;
+  }
+  // Only an mm seen from its creation has the kernel's absolute values.
+  if (!s.from_zero) return;
+  const bool match =
+      mm->audit.schemes().get<UpstreamPercpu>().approximate(u.member) ==
+      info.kernel_count;
+  ++s.fidelity_checked;
+  ++fidelity_checked_;
+  s.fidelity_matched += match;
+  fidelity_matched_ += match;
+}
+
+void AuditPipeline::on_life(const MmKey& key, const LifeEvent& e) {
+  if (LiveMm* mm = find(key)) mm->audit.on_event(e);
+}
+
+void AuditPipeline::refresh(LiveMm& mm) {
+  MmSummary& s = mm.summary;
+  s.exact_rss = mm.audit.exact_rss();
+  s.kernel_rss = mm.kernel_count[kFilePages] + mm.kernel_count[kAnonPages] +
+                 mm.kernel_count[kShmemPages];
+  s.peak_rss = mm.audit.peak_rss();
+  s.largest_error = mm.audit.largest_error();
+}
+
+void AuditPipeline::on_mm_destroyed(const MmKey& key) {
+  LiveMm* mm = find(key);
+  if (!mm) return;
+  refresh(*mm);
+  mm->summary.alive = false;
+  finished_.push_front(mm->summary);
+  if (finished_.size() > finished_kept_) finished_.pop_back();
+  last_ = nullptr;
+  live_.erase(key.addr);
+}
+
+std::vector<MmSummary> AuditPipeline::summaries() const {
+  std::vector<MmSummary> out;
+  out.reserve(live_.size() + finished_.size());
+  for (const auto& [addr, mm] : live_) {
+    refresh(*mm);
+    out.push_back(mm->summary);
+  }
+  out.insert(out.end(), finished_.begin(), finished_.end());
+  return out;
+}
+
+}  // namespace rssaudit

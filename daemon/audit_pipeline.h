@@ -1,0 +1,78 @@
+// The per-mm audit of the reconstructed update stream: every mm's exact
+// value, true peak and scheme models, and the fidelity of the upstream model
+// against the kernel's own `count`. Live capture and replay both feed it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/mm_audit.h"
+#include "core/topology.h"
+#include "daemon/delta_reconstructor.h"
+
+namespace rssaudit {
+
+// What the audit knows of one mm, alive or finished.
+struct MmSummary {
+  MmKey key;
+  uint32_t tgid = 0;   // of the first owner update seen
+  bool from_zero = false;  // seen from creation: values are absolute
+  bool alive = true;
+  uint64_t updates = 0;
+  uint64_t flagged = 0;  // ambiguous, inconsistent or without baseline
+  // Events at which the upstream model's count was compared with the
+  // kernel's, and how many matched (model fidelity).
+  uint64_t fidelity_checked = 0;
+  uint64_t fidelity_matched = 0;
+  int64_t exact_rss = 0;   // pages, the sum of the stream
+  int64_t kernel_rss = 0;  // pages, the kernel's approximate count (members
+                           // file + anon + shmem) at its last update
+  int64_t peak_rss = 0;    // true peak (running maximum of exact_rss)
+  std::array<int64_t, SchemeSet::kCount> largest_error{};
+
+  int64_t drift() const { return kernel_rss - exact_rss; }
+};
+
+class AuditPipeline : public ReconstructorSink {
+ public:
+  // `finished_kept`: summaries of ended mms kept for reports, newest first.
+  explicit AuditPipeline(const Topology& t, size_t finished_kept = 1024);
+
+  void on_mm_created(const MmKey& mm, bool from_zero) override;
+  void on_update(const MmKey& mm, const Update& u,
+                 const UpdateInfo& info) override;
+  void on_life(const MmKey& mm, const LifeEvent& e) override;
+  void on_mm_destroyed(const MmKey& mm) override;
+
+  // Live mms then finished ones, each as of now.
+  std::vector<MmSummary> summaries() const;
+  size_t live_mms() const { return live_.size(); }
+  uint64_t fidelity_checked() const { return fidelity_checked_; }
+  uint64_t fidelity_matched() const { return fidelity_matched_; }
+
+ private:
+  struct LiveMm {
+    MmSummary summary;
+    std::array<int64_t, kMembers> kernel_count{};
+    MmAudit audit;
+    explicit LiveMm(const Topology& t) : audit(t) {}
+  };
+  LiveMm* find(const MmKey& key);
+  static void refresh(LiveMm& mm);
+
+  Topology topology_;
+  size_t finished_kept_;
+  // Keyed by address; the generation is checked on lookup. Cached last hit:
+  // consecutive records mostly concern the same mm.
+  std::unordered_map<uint64_t, std::unique_ptr<LiveMm>> live_;
+  LiveMm* last_ = nullptr;
+  std::deque<MmSummary> finished_;
+  uint64_t fidelity_checked_ = 0;
+  uint64_t fidelity_matched_ = 0;
+};
+
+}  // namespace rssaudit

@@ -1,0 +1,58 @@
+#include "daemon/summary_log.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+namespace rssaudit {
+namespace {
+
+std::string comm_of(uint32_t tgid) {
+  std::ifstream in("/proc/" + std::to_string(tgid) + "/comm");
+  std::string comm;
+  if (!std::getline(in, comm)) return "?";
+  return comm;
+}
+
+int64_t magnitude(int64_t v) { return v < 0 ? -v : v; }
+
+}  // namespace
+
+void write_summary_log(FILE* out, std::vector<MmSummary> mms,
+                       const ReconstructorStats& stats, uint64_t drops,
+                       const AuditPipeline& pipeline, size_t top) {
+  const uint64_t checked = pipeline.fidelity_checked();
+  fmt::print(out,
+             "summary live_mms={} finished_mms={} updates={} exact={} "
+             "ambiguous={} no_baseline={} inconsistent={} drops={} "
+             "fidelity={:.4f}% ({}/{})\n",
+             pipeline.live_mms(), mms.size() - pipeline.live_mms(),
+             stats.updates, stats.exact, stats.ambiguous, stats.no_baseline,
+             stats.inconsistent, drops,
+             checked ? 100.0 * pipeline.fidelity_matched() / checked : 100.0,
+             pipeline.fidelity_matched(), checked);
+  std::sort(mms.begin(), mms.end(), [](const MmSummary& a, const MmSummary& b) {
+    return magnitude(a.drift()) != magnitude(b.drift())
+               ? magnitude(a.drift()) > magnitude(b.drift())
+               : a.updates > b.updates;
+  });
+  if (mms.size() > top) mms.resize(top);
+  for (const MmSummary& m : mms) {
+    std::string errors;
+    for (size_t i = 0; i < SchemeSet::kCount; ++i)
+      errors += fmt::format(" err_{}={}", SchemeSet::kNames[i],
+                            m.largest_error[i]);
+    fmt::print(out,
+               "mm tgid={} comm={} alive={} from_zero={} updates={} "
+               "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
+               "{}\n",
+               m.tgid, m.alive ? comm_of(m.tgid) : "-", m.alive, m.from_zero,
+               m.updates, m.flagged, m.exact_rss, m.kernel_rss, m.drift(),
+               m.peak_rss, errors);
+  }
+  fflush(out);
+}
+
+}  // namespace rssaudit

@@ -1,0 +1,17 @@
+// The daemon's summary as log lines (key=value, one line per mm) on
+// request: SIGUSR1, a timer, or shutdown.
+#pragma once
+
+#include <cstdio>
+#include <vector>
+
+#include "daemon/audit_pipeline.h"
+#include "daemon/delta_reconstructor.h"
+
+namespace rssaudit {
+
+void write_summary_log(FILE* out, std::vector<MmSummary> mms,
+                       const ReconstructorStats& stats, uint64_t drops,
+                       const AuditPipeline& pipeline, size_t top);
+
+}  // namespace rssaudit
