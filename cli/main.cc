@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "cli/errors.h"
+#include "cli/record_command.h"
 #include "cli/simulate_command.h"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,8 @@ int main(int argc, char** argv) {
                "each counting scheme would report"};
   app.require_subcommand(1);
   register_simulate(app);
+  register_record(app);
+  register_replay(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,20 @@
 #include "daemon/audit_pipeline.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace rssaudit {
+
+void rank_by_drift(std::vector<MmSummary>& mms) {
+  auto key = [](const MmSummary& m) {
+    const int64_t d = m.drift() < 0 ? -m.drift() : m.drift();
+    return std::tuple(m.from_zero, d, m.updates);
+  };
+  std::sort(mms.begin(), mms.end(), [&](const MmSummary& a,
+                                        const MmSummary& b) {
+    return key(a) > key(b);
+  });
+}
 
 AuditPipeline::AuditPipeline(const Topology& t, size_t finished_kept)
     : topology_(t), finished_kept_(finished_kept) {}

@@ -37,6 +37,10 @@ struct MmSummary {
   int64_t drift() const { return kernel_rss - exact_rss; }
 };
 
+// Orders mms by |drift|, largest first; mms without absolute values (not
+// seen from creation) last, then by activity.
+void rank_by_drift(std::vector<MmSummary>& mms);
+
 class AuditPipeline : public ReconstructorSink {
  public:
   // `finished_kept`: summaries of ended mms kept for reports, newest first.

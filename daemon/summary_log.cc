@@ -16,8 +16,6 @@ std::string comm_of(uint32_t tgid) {
   return comm;
 }
 
-int64_t magnitude(int64_t v) { return v < 0 ? -v : v; }
-
 }  // namespace
 
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
@@ -33,11 +31,7 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
              stats.inconsistent, drops,
              checked ? 100.0 * pipeline.fidelity_matched() / checked : 100.0,
              pipeline.fidelity_matched(), checked);
-  std::sort(mms.begin(), mms.end(), [](const MmSummary& a, const MmSummary& b) {
-    return magnitude(a.drift()) != magnitude(b.drift())
-               ? magnitude(a.drift()) > magnitude(b.drift())
-               : a.updates > b.updates;
-  });
+  rank_by_drift(mms);
   if (mms.size() > top) mms.resize(top);
   for (const MmSummary& m : mms) {
     std::string errors;
