@@ -1,7 +1,6 @@
 // Update cost of each counting-scheme model, and of a whole simulation.
 // Figures only: targets are read off these numbers, never asserted.
 #include <benchmark/benchmark.h>
-
 #include <fmt/core.h>
 
 #include <random>
@@ -55,9 +54,10 @@ void BM_Add(benchmark::State& state, Pattern p) {
 
 template <class S>
 void register_model() {
-  for (auto [label, pattern] : {std::pair{"single_cpu_plus1", kSingleCpuPlusOne},
-                                {"random_pm32", kRandom32},
-                                {"random_pm512", kRandom512}}) {
+  for (auto [label, pattern] :
+       {std::pair{"single_cpu_plus1", kSingleCpuPlusOne},
+        {"random_pm32", kRandom32},
+        {"random_pm512", kRandom512}}) {
     benchmark::RegisterBenchmark(
         fmt::format("{}/{}", S::kName, label).c_str(),
         [pattern](benchmark::State& st) { BM_Add<S>(st, pattern); })

@@ -1,6 +1,6 @@
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <exception>
 
 #include "cli/errors.h"
@@ -9,8 +9,9 @@
 
 int main(int argc, char** argv) {
   using namespace rssaudit::cli;
-  CLI::App app{"rssaudit: how wrong the kernel's RSS counters are, and what "
-               "each counting scheme would report"};
+  CLI::App app{
+      "rssaudit: how wrong the kernel's RSS counters are, and what "
+      "each counting scheme would report"};
   app.require_subcommand(1);
   register_simulate(app);
   register_record(app);

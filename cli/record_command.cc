@@ -75,7 +75,8 @@ struct ReplayOptions {
 void replay(const ReplayOptions& o) {
   std::optional<AuditPipeline> pipeline;
   const ReplayOutcome r = replay_file(o.input, pipeline);
-  if (r.error && !pipeline) throw std::runtime_error(o.input + ": " + r.error->message);
+  if (r.error && !pipeline)
+    throw std::runtime_error(o.input + ": " + r.error->message);
   std::vector<MmSummary> mms = pipeline->summaries();
   rank_by_drift(mms);
   const uint64_t checked = pipeline->fidelity_checked();
@@ -114,28 +115,28 @@ void replay(const ReplayOptions& o) {
     }
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("{}: kernel {}, {} CPUs, batch {}, {} events, {} mms\n",
-               o.input, r.header.kernel_release, r.header.nr_cpu_ids,
+    fmt::print("{}: kernel {}, {} CPUs, batch {}, {} events, {} mms\n", o.input,
+               r.header.kernel_release, r.header.nr_cpu_ids,
                r.header.percpu_batch, r.events, mms.size());
     fmt::print("updates {} exact {} ambiguous {}; fidelity {:.4f}% of {}\n\n",
                r.stats.updates, r.stats.exact, r.stats.ambiguous, fidelity,
                checked);
     fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", "tgid",
-               "alive", "updates", "exact pg", "kernel pg", "drift",
-               "peak pg", "max err");
+               "alive", "updates", "exact pg", "kernel pg", "drift", "peak pg",
+               "max err");
     for (size_t i = 0; i < std::min(o.top, mms.size()); ++i) {
       const MmSummary& m = mms[i];
-      fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n",
-                 m.tgid, m.alive ? "yes" : "no", m.updates,
+      fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", m.tgid,
+                 m.alive ? "yes" : "no", m.updates,
                  m.from_zero ? fmt::format("{}", m.exact_rss) : "?",
                  m.kernel_rss, m.from_zero ? fmt::format("{}", m.drift()) : "?",
                  m.peak_rss, m.largest_error[0]);
     }
   }
   if (r.error)
-    throw std::runtime_error(fmt::format(
-        "{}: {} (everything before it was replayed)", o.input,
-        r.error->message));
+    throw std::runtime_error(
+        fmt::format("{}: {} (everything before it was replayed)", o.input,
+                    r.error->message));
 }
 
 }  // namespace

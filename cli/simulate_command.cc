@@ -34,8 +34,8 @@ struct SimulateOptions {
 
 Topology make_topology(const SimulateOptions& o, int64_t cpus) {
   if (cpus < 1 || cpus > kMaxCpus)
-    throw UsageError(fmt::format("--cpus must be in 1..{}, got {}", kMaxCpus,
-                                 cpus));
+    throw UsageError(
+        fmt::format("--cpus must be in 1..{}, got {}", kMaxCpus, cpus));
   Topology t = Topology::for_cpus(static_cast<uint32_t>(cpus));
   if (o.upstream_batch) t.upstream_batch = o.upstream_batch;
   t.hpcc_batch = o.batch;
@@ -61,18 +61,17 @@ std::string shape_text(const std::vector<uint32_t>& shape) {
 void print_run(const SimulateOptions& o, const Topology& t,
                const SimulationResult& r) {
   if (o.json) {
-    nlohmann::json j = {
-        {"cpus", t.nr_cpus},
-        {"workload", o.workload},
-        {"seed", o.seed},
-        {"updates", r.updates},
-        {"mms", r.mms},
-        {"peak_rss_pages", r.peak_rss},
-        {"page_size", kPageSize},
-        {"upstream_batch", t.upstream_batch},
-        {"hpcc_batch", t.hpcc_batch},
-        {"hpcc_shape", hpcc_shape(t)},
-        {"schemes", nlohmann::json::array()}};
+    nlohmann::json j = {{"cpus", t.nr_cpus},
+                        {"workload", o.workload},
+                        {"seed", o.seed},
+                        {"updates", r.updates},
+                        {"mms", r.mms},
+                        {"peak_rss_pages", r.peak_rss},
+                        {"page_size", kPageSize},
+                        {"upstream_batch", t.upstream_batch},
+                        {"hpcc_batch", t.hpcc_batch},
+                        {"hpcc_shape", hpcc_shape(t)},
+                        {"schemes", nlohmann::json::array()}};
     for (const SchemeOutcome& s : r.schemes) {
       j["schemes"].push_back(
           {{"name", s.name},
@@ -89,8 +88,8 @@ void print_run(const SimulateOptions& o, const Topology& t,
   }
   fmt::print("{} CPUs, workload {}, {} updates in {} mm, seed {}\n", t.nr_cpus,
              o.workload, r.updates, r.mms, o.seed);
-  fmt::print("upstream batch {}; hpcc batch {}, shape {}\n\n",
-             t.upstream_batch, t.hpcc_batch, shape_text(hpcc_shape(t)));
+  fmt::print("upstream batch {}; hpcc batch {}, shape {}\n\n", t.upstream_batch,
+             t.hpcc_batch, shape_text(hpcc_shape(t)));
   fmt::print("{:<12}{:>11}{:>10}{:>11}{:>10}{:>11}{:>10}\n", "scheme",
              "bound pg", "bound MiB", "max err pg", "final pg", "shared/1k",
              "bytes/mm");

@@ -89,11 +89,13 @@ HpccTree::HpccTree(const Topology& t)
   carries_.assign(levels_.size(), 0);
 }
 
-void HpccTree::on_event(const LifeEvent& e) {
-  if (e.kind != LifeKind::kSecondUser || active_) return;
+bool HpccTree::on_event(const LifeEvent& e) {
+  // Activation moves no value: the biases stay as the exact part.
+  if (e.kind != LifeKind::kSecondUser || active_) return false;
   slots_ = std::make_unique<int32_t[]>(size_t{nr_cpus_} * kMembers);
   items_ = std::make_unique<int64_t[]>(stored_items_ * kMembers);
   active_ = true;
+  return false;
 }
 
 void HpccTree::carry(int member, uint32_t cpu, int64_t v) {

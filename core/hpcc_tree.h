@@ -52,7 +52,7 @@ class HpccTree {
     carry(m, u.cpu, v);
   }
   // kSecondUser activates the tree; every other event leaves it alone.
-  void on_event(const LifeEvent& e);
+  bool on_event(const LifeEvent& e);
 
   int64_t approximate(int member) const {
     return root_[member] + bias_[member] + atomic_bias_[member];

@@ -31,7 +31,7 @@ class LazyPercpu {
       ++shared_updates_;
     }
   }
-  void on_event(const LifeEvent& e);
+  bool on_event(const LifeEvent& e);
 
   int64_t approximate(int member) const {
     return upstream_ ? upstream_->approximate(member)

@@ -19,11 +19,12 @@ class MmAudit {
     const int64_t rss = exact_rss();
     if (rss > peak_rss_) peak_rss_ = rss;
     ++updates_;
-    track_error(u.member);
+    track_error(u.member, ~0u);
   }
   void on_event(const LifeEvent& e) {
-    schemes_.on_event(e);
-    for (int m = 0; m < kMembers; ++m) track_error(m);
+    // Only a scheme that moved a value can have a new error.
+    if (const uint32_t moved = schemes_.on_event(e))
+      for (int m = 0; m < kMembers; ++m) track_error(m, moved);
   }
 
   int64_t exact(int member) const { return exact_[member]; }
@@ -39,8 +40,9 @@ class MmAudit {
   const SchemeSet& schemes() const { return schemes_; }
 
  private:
-  void track_error(int member) {
+  void track_error(int member, uint32_t schemes) {
     schemes_.for_each([&](size_t i, const auto& s) {
+      if (!(schemes >> i & 1)) return;
       int64_t err = s.approximate(member) - exact_[member];
       if (err < 0) err = -err;
       if (err > largest_error_[i]) largest_error_[i] = err;

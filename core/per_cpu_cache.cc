@@ -6,13 +6,14 @@ PerCpuCache::PerCpuCache(const Topology& t) : cpus_(new CpuCache[t.nr_cpus]) {
   live_.reserve(t.nr_cpus);
 }
 
-void PerCpuCache::on_event(const LifeEvent& e) {
+bool PerCpuCache::on_event(const LifeEvent& e) {
+  bool moved = false;
   switch (e.kind) {
     case LifeKind::kCpuSwitch:
-      flush(e.cpu);
+      moved = flush(e.cpu);
       break;
     case LifeKind::kMmExit:
-      while (!live_.empty()) flush(live_.back());
+      while (!live_.empty()) moved |= flush(live_.back());
       break;
     case LifeKind::kFault:
     case LifeKind::kSecondUser:
@@ -20,6 +21,7 @@ void PerCpuCache::on_event(const LifeEvent& e) {
     case LifeKind::kRusageQuery:
       break;
   }
+  return moved;
 }
 
 int64_t PerCpuCache::precise(int member) const {
@@ -30,11 +32,13 @@ int64_t PerCpuCache::precise(int member) const {
 
 // The switch-out path folds the outgoing mm's cache: one atomic add per
 // non-zero member. The CPU then caches another mm.
-void PerCpuCache::flush(uint32_t cpu) {
+bool PerCpuCache::flush(uint32_t cpu) {
   CpuCache& c = cpus_[cpu];
-  if (c.live_at == kNotLive) return;
+  if (c.live_at == kNotLive) return false;
+  bool moved = false;
   for (int m = 0; m < kMembers; ++m) {
     if (c.count[m] == 0) continue;
+    moved = true;
     atomic_[m] += c.count[m];
     c.count[m] = 0;
     ++shared_updates_;
@@ -45,6 +49,7 @@ void PerCpuCache::flush(uint32_t cpu) {
   cpus_[last].live_at = c.live_at;
   live_.pop_back();
   c.live_at = kNotLive;
+  return moved;
 }
 
 }  // namespace rssaudit

@@ -37,7 +37,7 @@ class PerCpuCache {
       ++shared_updates_;
     }
   }
-  void on_event(const LifeEvent& e);
+  bool on_event(const LifeEvent& e);
 
   int64_t approximate(int member) const { return atomic_[member]; }
   int64_t precise(int member) const;
@@ -60,7 +60,7 @@ class PerCpuCache {
     uint32_t live_at = kNotLive;  // index in live_
   };
 
-  void flush(uint32_t cpu);
+  bool flush(uint32_t cpu);  // whether any value moved
 
   std::array<int64_t, kMembers> atomic_{};
   uint64_t shared_updates_ = 0;

@@ -4,14 +4,15 @@
 
 namespace rssaudit {
 
-void PerTaskCache::on_event(const LifeEvent& e) {
+bool PerTaskCache::on_event(const LifeEvent& e) {
+  bool moved = false;
   switch (e.kind) {
     case LifeKind::kFault: {
       // mm/memory.c check_sync_rss_stat(), at the start of handle_mm_fault():
       // `if (task->rss_stat.events++ > TASK_RSS_EVENTS_THRESH) sync_mm_rss()`,
       // so the 66th fault of a fresh task syncs, and sync resets events to 0.
       TaskCache& t = task(e.task);
-      if (t.events++ > kEventsThresh) sync(t);
+      if (t.events++ > kEventsThresh) moved = sync(t);
       break;
     }
     case LifeKind::kTaskExit: {
@@ -21,14 +22,14 @@ void PerTaskCache::on_event(const LifeEvent& e) {
           std::find_if(tasks_.begin(), tasks_.end(),
                        [&](const TaskCache& t) { return t.tid == e.task; });
       if (it == tasks_.end()) break;
-      sync(*it);
+      moved = sync(*it);
       *it = tasks_.back();
       tasks_.pop_back();
       break;
     }
     case LifeKind::kMmExit:
       // Every user synced on its way out before exit_mmap() runs.
-      for (TaskCache& t : tasks_) sync(t);
+      for (TaskCache& t : tasks_) moved |= sync(t);
       tasks_.clear();
       break;
     case LifeKind::kSecondUser:
@@ -36,6 +37,7 @@ void PerTaskCache::on_event(const LifeEvent& e) {
     case LifeKind::kRusageQuery:
       break;
   }
+  return moved;
 }
 
 int64_t PerTaskCache::precise(int member) const {
@@ -75,14 +77,17 @@ const PerTaskCache::TaskCache* PerTaskCache::find(uint32_t tid) const {
 }
 
 // mm/memory.c sync_mm_rss(): one atomic add per non-zero member.
-void PerTaskCache::sync(TaskCache& t) {
+bool PerTaskCache::sync(TaskCache& t) {
+  bool moved = false;
   for (int m = 0; m < kMembers; ++m) {
     if (t.count[m] == 0) continue;
+    moved = true;
     atomic_[m] += t.count[m];
     t.count[m] = 0;
     ++shared_updates_;
   }
   t.events = 0;
+  return moved;
 }
 
 }  // namespace rssaudit

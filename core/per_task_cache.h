@@ -31,7 +31,7 @@ class PerTaskCache {
       ++shared_updates_;
     }
   }
-  void on_event(const LifeEvent& e);
+  bool on_event(const LifeEvent& e);
 
   int64_t approximate(int member) const { return atomic_[member]; }
   // The atomics plus every task's cache (the kernel's readers only had the
@@ -62,7 +62,7 @@ class PerTaskCache {
   }
   TaskCache& find_or_add(uint32_t tid);
   const TaskCache* find(uint32_t tid) const;
-  void sync(TaskCache& t);
+  bool sync(TaskCache& t);  // whether any value moved
 
   std::array<int64_t, kMembers> atomic_{};  // mm->rss_stat.count[]
   uint64_t shared_updates_ = 0;

@@ -22,7 +22,8 @@ concept CountingScheme = requires(S s, const S cs, const Update& u,
                                   const LifeEvent& e, int member) {
   { S::kName } -> std::convertible_to<std::string_view>;
   { s.add(u) } -> std::same_as<void>;
-  { s.on_event(e) } -> std::same_as<void>;
+  // Returns whether approximate() of some member may have changed.
+  { s.on_event(e) } -> std::same_as<bool>;
   // What an O(1) reader gets (before any clamping at 0).
   { cs.approximate(member) } -> std::same_as<int64_t>;
   // The scheme's precise read (may cost O(CPUs)).

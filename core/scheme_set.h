@@ -5,13 +5,13 @@
 #include <cstddef>
 #include <tuple>
 
-#include "core/scheme.h"
-#include "core/topology.h"
 #include "core/hpcc_tree.h"
 #include "core/lazy_percpu.h"
 #include "core/per_cpu_cache.h"
 #include "core/per_task_cache.h"
+#include "core/scheme.h"
 #include "core/sync_before_query.h"
+#include "core/topology.h"
 #include "core/upstream_percpu.h"
 
 namespace rssaudit {
@@ -27,8 +27,9 @@ class SchemeTuple {
   void add(const Update& u) {
     std::apply([&](S&... s) { (s.add(u), ...); }, schemes_);
   }
-  void on_event(const LifeEvent& e) {
-    std::apply([&](S&... s) { (s.on_event(e), ...); }, schemes_);
+  // Bit i set: scheme i's approximate() may have changed.
+  uint32_t on_event(const LifeEvent& e) {
+    return on_event_impl(e, std::index_sequence_for<S...>{});
   }
   // Calls f(index, scheme) for each scheme, in kNames order.
   template <class F>
@@ -41,6 +42,10 @@ class SchemeTuple {
   }
 
  private:
+  template <size_t... I>
+  uint32_t on_event_impl(const LifeEvent& e, std::index_sequence<I...>) {
+    return ((uint32_t{std::get<I>(schemes_).on_event(e)} << I) | ...);
+  }
   template <class F, size_t... I>
   void for_each_impl(F& f, std::index_sequence<I...>) const {
     (f(I, std::get<I>(schemes_)), ...);

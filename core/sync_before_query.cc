@@ -2,11 +2,13 @@
 
 namespace rssaudit {
 
-void SyncBeforeQuery::on_event(const LifeEvent& e) {
+bool SyncBeforeQuery::on_event(const LifeEvent& e) {
   // The RFC folds in the exit path and before rusage/taskstats read the
   // counters; every other path keeps upstream's behaviour.
-  if (e.kind == LifeKind::kMmExit || e.kind == LifeKind::kRusageQuery)
-    upstream_.fold_all();
+  if (e.kind != LifeKind::kMmExit && e.kind != LifeKind::kRusageQuery)
+    return false;
+  upstream_.fold_all();
+  return true;
 }
 
 }  // namespace rssaudit

@@ -19,7 +19,7 @@ class SyncBeforeQuery {
   explicit SyncBeforeQuery(const Topology& t) : upstream_(t) {}
 
   void add(const Update& u) { upstream_.add(u); }
-  void on_event(const LifeEvent& e);
+  bool on_event(const LifeEvent& e);
 
   int64_t approximate(int member) const {
     return upstream_.approximate(member);

@@ -18,7 +18,7 @@ class UpstreamPercpu {
   explicit UpstreamPercpu(const Topology& t);
 
   void add(const Update& u) { add_batch(u.member, u.cpu, u.delta); }
-  void on_event(const LifeEvent&) {}
+  bool on_event(const LifeEvent&) { return false; }
 
   // lib/percpu_counter.c: v = slot + amount; if |v| >= batch, count += v
   // under the lock and the slot returns to 0, else the slot keeps v.

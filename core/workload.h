@@ -39,10 +39,14 @@ class WorkloadGenerator {
 
   void run() {
     switch (p_.kind) {
-      case WorkloadKind::kHop: return hop();
-      case WorkloadKind::kThreads: return threads(/*oscillate=*/false);
-      case WorkloadKind::kOscillate: return threads(/*oscillate=*/true);
-      case WorkloadKind::kForkstorm: return forkstorm();
+      case WorkloadKind::kHop:
+        return hop();
+      case WorkloadKind::kThreads:
+        return threads(/*oscillate=*/false);
+      case WorkloadKind::kOscillate:
+        return threads(/*oscillate=*/true);
+      case WorkloadKind::kForkstorm:
+        return forkstorm();
     }
   }
 
@@ -130,12 +134,13 @@ class WorkloadGenerator {
                                   : std::min(nr_cpus_, kDefaultThreads);
     std::vector<Task> tasks;
     for (uint32_t i = 0; i < n; ++i)
-      tasks.push_back(Task{1 + i, static_cast<uint32_t>(
-                                      uint64_t{i} * nr_cpus_ / n), {}, 0});
+      tasks.push_back(Task{
+          1 + i, static_cast<uint32_t>(uint64_t{i} * nr_cpus_ / n), {}, 0});
     sink_.begin_mm();
     uint32_t running = 1;
     while (!done()) {
-      if (running < n && (running == 1 ? emitted_ >= 64 : random_below(64) == 0)) {
+      if (running < n &&
+          (running == 1 ? emitted_ >= 64 : random_below(64) == 0)) {
         event(LifeKind::kSecondUser, tasks[running]);
         ++running;
       }
@@ -181,8 +186,8 @@ class WorkloadGenerator {
   }
   void copy_counters(const Task& parent, int64_t pages, uint8_t member) {
     for (int64_t left = pages; left > 0; left -= 512)
-      update(parent, static_cast<int32_t>(std::min<int64_t>(left, 512)),
-             member, /*flags=*/0);
+      update(parent, static_cast<int32_t>(std::min<int64_t>(left, 512)), member,
+             /*flags=*/0);
   }
 
   const WorkloadParams& p_;

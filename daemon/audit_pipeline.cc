@@ -10,10 +10,9 @@ void rank_by_drift(std::vector<MmSummary>& mms) {
     const int64_t d = m.drift() < 0 ? -m.drift() : m.drift();
     return std::tuple(m.from_zero, d, m.updates);
   };
-  std::sort(mms.begin(), mms.end(), [&](const MmSummary& a,
-                                        const MmSummary& b) {
-    return key(a) > key(b);
-  });
+  std::sort(
+      mms.begin(), mms.end(),
+      [&](const MmSummary& a, const MmSummary& b) { return key(a) > key(b); });
 }
 
 AuditPipeline::AuditPipeline(const Topology& t, size_t finished_kept)
@@ -49,9 +48,8 @@ void AuditPipeline::on_update(const MmKey& key, const Update& u,
   }
   // Only an mm seen from its creation has the kernel's absolute values.
   if (!s.from_zero) return;
-  const bool match =
-      mm->audit.schemes().get<UpstreamPercpu>().approximate(u.member) ==
-      info.kernel_count;
+  const bool match = mm->audit.schemes().get<UpstreamPercpu>().approximate(
+                         u.member) == info.kernel_count;
   ++s.fidelity_checked;
   ++fidelity_checked_;
   s.fidelity_matched += match;

@@ -19,7 +19,7 @@ namespace rssaudit {
 // What the audit knows of one mm, alive or finished.
 struct MmSummary {
   MmKey key;
-  uint32_t tgid = 0;   // of the first owner update seen
+  uint32_t tgid = 0;       // of the first owner update seen
   bool from_zero = false;  // seen from creation: values are absolute
   bool alive = true;
   uint64_t updates = 0;

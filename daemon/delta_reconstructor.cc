@@ -24,12 +24,11 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
                                                       uint64_t end_ns) {
   if (size_ == pending_.size()) {
     std::vector<Pending> bigger(pending_.size() * 2);
-    for (size_t i = 0; i < size_; ++i)
-      bigger[i] = std::move(pending_[(head_ + i) % pending_.size()]);
+    for (size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
     pending_ = std::move(bigger);
     head_ = 0;
   }
-  Pending& p = pending_[(head_ + size_++) % pending_.size()];
+  Pending& p = at(size_++);
   p.type = type;
   p.fold = false;
   p.mm = &mm;
@@ -64,6 +63,7 @@ void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
 
 void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   ++stats_.events;
+  if (e.span_ns > max_span_ns_) max_span_ns_ = e.span_ns;
   if (e.cpu >= options_.nr_cpus) {
     ++stats_.bad_records;
     return;
@@ -177,10 +177,12 @@ void DeltaReconstructor::on_update(const rss_event& e) {
 // before: older ones cannot overlap (they ended before their successors
 // reserved).
 void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns) {
-  const size_t n = pending_.size();
   for (size_t i = size_ - 1; i-- > 0;) {
-    Pending& p = pending_[(head_ + i) % n];
-    if (p.end_ns + options_.grace_ns < since_ns) break;
+    Pending& p = at(i);
+    // Records are in reservation order and each spans at most max_span_ns_,
+    // so every record before one that ended max_span_ns_ before `since`
+    // ended before it too.
+    if (p.end_ns + max_span_ns_ < since_ns) break;
     if (p.type != Pending::Type::kUpdate || !p.fold || p.mm != fold.mm ||
         p.update.member != fold.update.member ||
         p.update.cpu == fold.update.cpu || p.end_ns < since_ns)
@@ -208,7 +210,7 @@ void DeltaReconstructor::emit_ready(ReconstructorSink& sink, bool all) {
     if (!all && p.end_ns + options_.grace_ns >= watermark_ns_) break;
     emit(p, sink);
     p.dead.reset();
-    head_ = (head_ + 1) % pending_.size();
+    head_ = (head_ + 1) & (pending_.size() - 1);
     --size_;
   }
 }

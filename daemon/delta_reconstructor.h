@@ -146,11 +146,16 @@ class DeltaReconstructor {
   void emit_ready(ReconstructorSink& sink, bool all);
   void emit(Pending& p, ReconstructorSink& sink);
   Pending& push(Pending::Type type, MmState& mm, uint64_t end_ns);
+  // The i-th pending event from the oldest; the capacity is a power of two.
+  Pending& at(size_t i) {
+    return pending_[(head_ + i) & (pending_.size() - 1)];
+  }
 
   ReconstructorOptions options_;
   ReconstructorStats stats_;
   uint64_t next_generation_ = 1;
   uint64_t watermark_ns_ = 0;
+  uint64_t max_span_ns_ = 0;  // longest record window seen
   std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
   // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
   // so steady state allocates nothing.

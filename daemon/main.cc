@@ -38,8 +38,8 @@ class Daemon {
          const Topology& t)
       : o_(o),
         capture_(std::move(capture)),
-        reconstructor_(ReconstructorOptions{capture_->possible_cpus(),
-                                            t.upstream_batch}),
+        reconstructor_(
+            ReconstructorOptions{capture_->possible_cpus(), t.upstream_batch}),
         pipeline_(t),
         poll_timer_(io_),
         summary_timer_(io_),
@@ -53,9 +53,9 @@ class Daemon {
     wait_summary_signal();
     if (o_.summary_s > 0) schedule_summary();
     if (o_.duration_s > 0) {
-      stop_timer_.expires_after(std::chrono::duration_cast<
-                                std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(o_.duration_s)));
+      stop_timer_.expires_after(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(o_.duration_s)));
       stop_timer_.async_wait([this](auto ec) {
         if (!ec) stop("duration reached");
       });
@@ -81,9 +81,9 @@ class Daemon {
     });
   }
   void schedule_summary() {
-    summary_timer_.expires_after(std::chrono::duration_cast<
-                                 std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(o_.summary_s)));
+    summary_timer_.expires_after(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(o_.summary_s)));
     summary_timer_.async_wait([this](auto ec) {
       if (ec) return;
       log_summary();

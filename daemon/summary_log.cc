@@ -36,8 +36,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   for (const MmSummary& m : mms) {
     std::string errors;
     for (size_t i = 0; i < SchemeSet::kCount; ++i)
-      errors += fmt::format(" err_{}={}", SchemeSet::kNames[i],
-                            m.largest_error[i]);
+      errors +=
+          fmt::format(" err_{}={}", SchemeSet::kNames[i], m.largest_error[i]);
     fmt::print(out,
                "mm tgid={} comm={} alive={} from_zero={} updates={} "
                "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"

@@ -13,7 +13,8 @@ using testing::run_command;
 const std::string kCli = RSSAUDIT_CLI;
 
 TEST(SimulateCli, JsonReportsEveryScheme) {
-  const auto r = run_command(kCli + " simulate --cpus 384 --updates 200000 --json");
+  const auto r =
+      run_command(kCli + " simulate --cpus 384 --updates 200000 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["cpus"], 384);
@@ -58,10 +59,9 @@ TEST(SimulateCli, TableSweepsTo65536Cpus) {
 }
 
 TEST(SimulateCli, BadArgumentsAreUsageErrors) {
-  for (const char* args :
-       {"--cpus 0", "--cpus 65537", "--cpus 384 --shape 8,8",
-        "--cpus 4 --batch -3", "--cpus 4 --workload storm", "",
-        "--cpus 4 --shape 8,x"}) {
+  for (const char* args : {"--cpus 0", "--cpus 65537", "--cpus 384 --shape 8,8",
+                           "--cpus 4 --batch -3", "--cpus 4 --workload storm",
+                           "", "--cpus 4 --shape 8,x"}) {
     const auto r = run_command(kCli + " simulate " + args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_FALSE(r.err.empty()) << args;

@@ -21,7 +21,8 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   const std::string daemon = RSSAUDIT_DAEMON;
   // The workload: a shell that starts after the daemon and faults 32 MiB.
   const auto r = testing::run_command(
-      "( " + daemon + " & d=$!; sleep 1; "
+      "( " + daemon +
+      " & d=$!; sleep 1; "
       "python3 -c 'b = bytearray(32 << 20); b[::4096] = b\"x\" * (8192)'; "
       "sleep 0.3; kill -TERM $d; wait $d )");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -37,8 +38,8 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
 }
 
 TEST(Daemon, BadArgumentsExitTwo) {
-  const auto r = testing::run_command(std::string(RSSAUDIT_DAEMON) +
-                                      " --poll-ms 0");
+  const auto r =
+      testing::run_command(std::string(RSSAUDIT_DAEMON) + " --poll-ms 0");
   EXPECT_EQ(r.exit_code, 2);
 }
 

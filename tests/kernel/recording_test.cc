@@ -1,5 +1,7 @@
 // Root-only: a live audit and the replay of its recording agree, and the
 // `rssaudit record` / `replay` commands work end to end on this kernel.
+#include "daemon/recording.h"
+
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -13,7 +15,6 @@
 
 #include "daemon/audit_pipeline.h"
 #include "daemon/bpf_capture.h"
-#include "daemon/recording.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {
@@ -129,11 +130,12 @@ TEST_F(RecordingTest, RecordAndReplayCommandsEndToEnd) {
     usleep(300'000);
     waitpid(spawn_fault_loop(8), nullptr, 0);
   });
-  const auto rec = testing::run_command(cli + " record --duration 1.5 -o " +
-                                        path.string());
+  const auto rec =
+      testing::run_command(cli + " record --duration 1.5 -o " + path.string());
   workload.join();
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
-  const auto rep = testing::run_command(cli + " replay --json " + path.string());
+  const auto rep =
+      testing::run_command(cli + " replay --json " + path.string());
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   const auto j = nlohmann::json::parse(rep.out);
   EXPECT_GE(j["updates"].get<uint64_t>(), 2048u);
