@@ -37,6 +37,12 @@ class MmAudit {
   const std::array<int64_t, SchemeSet::kCount>& largest_error() const {
     return largest_error_;
   }
+  // The same since the previous call (history rows cover one interval).
+  std::array<int64_t, SchemeSet::kCount> take_interval_error() {
+    const auto out = interval_error_;
+    interval_error_ = {};
+    return out;
+  }
   const SchemeSet& schemes() const { return schemes_; }
 
  private:
@@ -46,6 +52,7 @@ class MmAudit {
       int64_t err = s.approximate(member) - exact_[member];
       if (err < 0) err = -err;
       if (err > largest_error_[i]) largest_error_[i] = err;
+      if (err > interval_error_[i]) interval_error_[i] = err;
     });
   }
 
@@ -54,6 +61,7 @@ class MmAudit {
   int64_t peak_rss_ = 0;
   uint64_t updates_ = 0;
   std::array<int64_t, SchemeSet::kCount> largest_error_{};
+  std::array<int64_t, SchemeSet::kCount> interval_error_{};
 };
 
 }  // namespace rssaudit

@@ -41,6 +41,7 @@ void AuditPipeline::on_update(const MmKey& key, const Update& u,
   ++s.updates;
   if (!s.tgid && u.by_owner()) s.tgid = info.tgid;
   mm->kernel_count[u.member] = info.kernel_count;
+  mm->kernel_count_known[u.member] = true;
   mm->audit.add(u);
   if (info.fidelity != Fidelity::kExact) {
     ++s.flagged;
@@ -74,6 +75,7 @@ void AuditPipeline::on_mm_destroyed(const MmKey& key) {
   if (!mm) return;
   refresh(*mm);
   mm->summary.alive = false;
+  if (exit_hook_) exit_hook_(*mm);
   finished_.push_front(mm->summary);
   if (finished_.size() > finished_kept_) finished_.pop_back();
   last_ = nullptr;

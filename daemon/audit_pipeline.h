@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +44,16 @@ void rank_by_drift(std::vector<MmSummary>& mms);
 
 class AuditPipeline : public ReconstructorSink {
  public:
+  // An mm being audited: its summary (refreshed on demand), the kernel's
+  // last count per member, and the models.
+  struct LiveMm {
+    MmSummary summary;
+    std::array<int64_t, kMembers> kernel_count{};
+    std::array<bool, kMembers> kernel_count_known{};
+    MmAudit audit;
+    explicit LiveMm(const Topology& t) : audit(t) {}
+  };
+
   // `finished_kept`: summaries of ended mms kept for reports, newest first.
   explicit AuditPipeline(const Topology& t, size_t finished_kept = 1024);
 
@@ -58,13 +69,20 @@ class AuditPipeline : public ReconstructorSink {
   uint64_t fidelity_checked() const { return fidelity_checked_; }
   uint64_t fidelity_matched() const { return fidelity_matched_; }
 
+  // f(LiveMm&) for every live mm, its summary refreshed.
+  template <class F>
+  void for_each_live(F&& f) {
+    for (auto& [addr, mm] : live_) {
+      refresh(*mm);
+      f(*mm);
+    }
+  }
+  // Called with an mm's final state just before it is forgotten.
+  void set_exit_hook(std::function<void(LiveMm&)> hook) {
+    exit_hook_ = std::move(hook);
+  }
+
  private:
-  struct LiveMm {
-    MmSummary summary;
-    std::array<int64_t, kMembers> kernel_count{};
-    MmAudit audit;
-    explicit LiveMm(const Topology& t) : audit(t) {}
-  };
   LiveMm* find(const MmKey& key);
   static void refresh(LiveMm& mm);
 
@@ -77,6 +95,7 @@ class AuditPipeline : public ReconstructorSink {
   std::deque<MmSummary> finished_;
   uint64_t fidelity_checked_ = 0;
   uint64_t fidelity_matched_ = 0;
+  std::function<void(LiveMm&)> exit_hook_;
 };
 
 }  // namespace rssaudit

@@ -5,10 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "daemon/bpf_capture.h"
+#include "daemon/store_queries.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {
@@ -18,7 +21,10 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
   if (const auto s = probe_capture_support(); !s.missing.empty())
     GTEST_SKIP() << s.missing;
-  const std::string daemon = RSSAUDIT_DAEMON;
+  const std::string db =
+      std::filesystem::temp_directory_path() /
+      ("rssaudit-sigterm-" + std::to_string(getpid()) + ".db");
+  const std::string daemon = std::string(RSSAUDIT_DAEMON) + " --db " + db;
   // The workload: a shell that starts after the daemon and faults 32 MiB.
   const auto r = testing::run_command(
       "( " + daemon +
@@ -35,6 +41,72 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   EXPECT_GE(std::stod(m[1]), 99.0);
   EXPECT_NE(r.err.find("drops=0"), std::string::npos);
   EXPECT_NE(r.err.find("mm tgid="), std::string::npos);
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(db + suffix);
+}
+
+// A child holding 64 MiB of anonymous memory while rssauditd samples it:
+// the history holds every source side by side, and they agree.
+TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  const std::string db =
+      std::filesystem::temp_directory_path() /
+      ("rssaudit-daemon-" + std::to_string(getpid()) + ".db");
+  const std::string daemon = RSSAUDIT_DAEMON;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  std::thread shell([&] {
+    testing::run_command(daemon + " --db " + db +
+                         " --sample-interval 0.2 --walk all --duration 3");
+  });
+  usleep(800'000);
+  const pid_t child = fork();
+  if (child == 0) {
+    constexpr size_t kBytes = size_t{64} << 20;
+    char* p = static_cast<char*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    for (size_t i = 0; i < kBytes; i += 4096) p[i] = 1;
+    usleep(1'500'000);  // quiescent while sampled
+    _exit(0);
+  }
+  waitpid(child, nullptr, 0);
+  shell.join();
+
+  auto reader = StoreReader::open_read_only(db);
+  ASSERT_TRUE(reader.ok()) << reader.status.message;
+  auto procs = reader.value->processes_with_pid(child);
+  ASSERT_TRUE(procs.ok());
+  ASSERT_EQ(procs.value.size(), 1u) << "one (pid, start time)";
+  EXPECT_TRUE(procs.value[0].exit_ns) << "the exit was recorded";
+  EXPECT_EQ(procs.value[0].exit_residue, 0) << "exact tracker back to 0";
+  auto history = reader.value->process_history(procs.value[0].id, 0, INT64_MAX);
+  ASSERT_TRUE(history.ok());
+  int quiescent = 0;
+  for (const StoredSample& s : history.value) {
+    const SampleRow& r = s.row;
+    if (!r.precise[kAnonPages] || *r.precise[kAnonPages] < 16384) continue;
+    ++quiescent;
+    // The exact stream equals the kernel's precise sums, member by member.
+    for (int m : {kFilePages, kAnonPages, kShmemPages})
+      EXPECT_EQ(r.exact[m], r.precise[m]) << "member " << m;
+    EXPECT_EQ(r.statm_resident, r.precise[kFilePages].value() +
+                                    r.precise[kAnonPages].value() +
+                                    r.precise[kShmemPages].value());
+    // The walk (no zero pages touched here) sees the same pages.
+    if (r.walk_rss) {
+      EXPECT_EQ(*r.walk_rss, *r.statm_resident);
+    }
+    ASSERT_TRUE(r.approximate[kAnonPages]);
+    EXPECT_LE(std::abs(*r.approximate[kAnonPages] - *r.precise[kAnonPages]),
+              2 * 31)
+        << "within the upstream bound on 2 CPUs";
+    EXPECT_GE(r.true_peak.value(), 16384);
+  }
+  EXPECT_GE(quiescent, 3) << "samples of the child holding its 64 MiB";
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(db + suffix);
 }
 
 TEST(Daemon, BadArgumentsExitTwo) {

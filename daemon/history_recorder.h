@@ -1,0 +1,66 @@
+// Turns the live audit into history rows: on each sampling tick, every
+// audited process's /proc sources side by side with the BPF-side values of
+// the same moment and each scheme's errors over the interval; at an mm's
+// end, its exit row (and an anomaly when the exact tracker is not back to
+// zero). Rows go to the Store's batch; flushing is the caller's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "daemon/audit_pipeline.h"
+#include "daemon/sampler.h"
+#include "daemon/store.h"
+
+namespace rssaudit {
+
+struct RecorderOptions {
+  std::string comm;            // only processes with this comm ("": all)
+  uint64_t min_rss_pages = 0;  // smaller processes are tracked, not recorded
+};
+
+struct RecorderStats {
+  uint64_t samples_written = 0;
+  uint64_t skipped_small = 0;
+  uint64_t exits = 0;
+  uint64_t residues = 0;  // mms whose exact value did not return to 0
+};
+
+class HistoryRecorder {
+ public:
+  HistoryRecorder(Store& store, ProcessSampler& sampler,
+                  RecorderOptions options, int64_t page_size);
+
+  // Samples every live mm's process. Call right after draining the ring
+  // buffer so the BPF-side values are of this moment.
+  void sample(AuditPipeline& pipeline, int64_t wall_ns);
+  // The pipeline's exit hook.
+  void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);
+
+  const RecorderStats& stats() const { return stats_; }
+
+ private:
+  struct Tracked {
+    uint64_t generation = 0;
+    int64_t process_id = 0;  // 0: not recorded (filtered or not yet seen)
+    ProcessId identity;
+    std::optional<uint64_t> last_walk_ns;
+    int64_t interval_start_ns = 0;
+    std::array<uint64_t, SchemeSet::kCount> shared_before{};
+  };
+  Tracked& tracked(const AuditPipeline::LiveMm& mm);
+  void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
+                    int64_t wall_ns);
+  void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
+                          int64_t wall_ns);
+
+  Store& store_;
+  ProcessSampler& sampler_;
+  RecorderOptions options_;
+  int64_t page_size_;
+  std::unordered_map<uint64_t, Tracked> tracked_;  // by mm address
+  RecorderStats stats_;
+};
+
+}  // namespace rssaudit
