@@ -4,8 +4,12 @@
 #include <exception>
 
 #include "cli/errors.h"
+#include "cli/export_command.h"
+#include "cli/history_command.h"
 #include "cli/record_command.h"
+#include "cli/show_command.h"
 #include "cli/simulate_command.h"
+#include "cli/top_command.h"
 
 int main(int argc, char** argv) {
   using namespace rssaudit::cli;
@@ -16,6 +20,10 @@ int main(int argc, char** argv) {
   register_simulate(app);
   register_record(app);
   register_replay(app);
+  register_top(app);
+  register_show(app);
+  register_history(app);
+  register_export(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,4 +9,12 @@ namespace rssaudit::cli {
 // 4 KiB pages as MiB with one decimal, e.g. "1150.5".
 std::string pages_as_mib(int64_t pages);
 
+// How the query commands print memory amounts (--pages, --bytes).
+enum class SizeUnit { kHuman, kPages, kBytes };
+
+// `pages` of `page_size` bytes: "640 KiB", "1.5 MiB", "2.0 GiB" (human),
+// "384 pg" or "1572864 B". Signed amounts (drift) get an explicit "+".
+std::string format_size(int64_t pages, int64_t page_size, SizeUnit unit,
+                        bool show_plus = false);
+
 }  // namespace rssaudit::cli

@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <string_view>
+
+#include "core/scheme_set.h"
 
 namespace rssaudit {
 namespace {
@@ -26,6 +29,57 @@ ProcessSummary read_process(const Statement& s, int first) {
   p.exit_ns = s.column_optional(first + 8);
   p.exit_residue = s.column_optional(first + 9);
   return p;
+}
+
+// kSampleColumns qualified by `alias` ("s."), for queries that join.
+std::string qualified_sample_columns(std::string_view alias) {
+  std::string out;
+  std::string_view rest = kSampleColumns;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", alias,
+                       rest.substr(0, comma));
+    rest = comma == rest.npos ? "" : rest.substr(comma + 1);
+    while (rest.starts_with(' ')) rest.remove_prefix(1);
+  }
+  return out;
+}
+
+// The index of the scheme named `name` in SchemeSet::kNames, if known.
+std::optional<size_t> scheme_index(std::string_view name) {
+  const auto it = std::ranges::find(SchemeSet::kNames, name);
+  if (it == SchemeSet::kNames.end()) return std::nullopt;
+  return static_cast<size_t>(it - SchemeSet::kNames.begin());
+}
+
+constexpr std::string_view kModelErrorColumns =
+    "process_id, start_ns, end_ns, scheme, largest_error, bound, "
+    "shared_updates, bytes_per_mm";
+
+std::optional<ModelErrorRow> read_model_error(const Statement& s) {
+  const std::optional<size_t> scheme = scheme_index(s.column_text(3));
+  if (!scheme) return std::nullopt;
+  ModelErrorRow r;
+  r.process_id = s.column_int(0);
+  r.start_ns = s.column_int(1);
+  r.end_ns = s.column_int(2);
+  r.scheme = *scheme;
+  r.largest_error = s.column_int(4);
+  r.bound = s.column_optional(5);
+  r.shared_updates = static_cast<uint64_t>(s.column_int(6));
+  r.bytes_per_mm = s.column_int(7);
+  return r;
+}
+
+// Drops the rows of schemes this build does not know and orders the rest
+// by scheme, keeping the order of equal schemes.
+std::vector<ModelErrorRow> known_schemes(
+    std::vector<std::optional<ModelErrorRow>> rows, bool by_scheme) {
+  std::vector<ModelErrorRow> out;
+  for (auto& r : rows)
+    if (r) out.push_back(*r);
+  if (by_scheme) std::ranges::stable_sort(out, {}, &ModelErrorRow::scheme);
+  return out;
 }
 
 }  // namespace
@@ -74,18 +128,44 @@ StoreResult<std::vector<RunSummary>> StoreReader::list_runs() {
   return out;
 }
 
-StoreResult<std::vector<ProcessSummary>> StoreReader::processes_with_pid(
-    uint32_t pid) {
-  StoreResult<Statement> s =
-      db_->prepare(fmt::format("SELECT {} FROM processes p WHERE p.pid = ?1 "
-                               "ORDER BY p.first_seen_ns DESC, p.id DESC",
-                               kProcessColumns));
+template <class Bind>
+StoreResult<std::vector<ProcessSummary>> StoreReader::select_processes(
+    std::string_view tail, Bind&& bind) {
+  StoreResult<Statement> s = db_->prepare(
+      fmt::format("SELECT {} FROM processes p {}", kProcessColumns, tail));
   if (!s.ok()) return {{}, std::move(s.status)};
-  s.value.bind(1, pid);
+  bind(s.value);
   StoreResult<std::vector<ProcessSummary>> out;
   out.status = collect(s.value, out.value,
                        [](const Statement& q) { return read_process(q, 0); });
   return out;
+}
+
+StoreResult<std::vector<ProcessSummary>> StoreReader::processes_with_pid(
+    uint32_t pid) {
+  return select_processes(
+      "WHERE p.pid = ?1 ORDER BY p.first_seen_ns DESC, p.id DESC",
+      [&](Statement& s) { s.bind(1, pid); });
+}
+
+StoreResult<std::vector<ProcessSummary>> StoreReader::processes_with_comm(
+    const std::string& comm) {
+  return select_processes(
+      "WHERE p.comm = ?1 ORDER BY p.first_seen_ns DESC, p.id DESC",
+      [&](Statement& s) { s.bind_text(1, comm); });
+}
+
+StoreResult<std::vector<ProcessSummary>> StoreReader::processes_seen(
+    int64_t since_ns, int64_t until_ns) {
+  return select_processes(
+      "WHERE p.id IN (SELECT process_id FROM samples "
+      "  WHERE time_ns >= ?1 AND time_ns < ?2 "
+      "  UNION SELECT process_id FROM model_errors "
+      "  WHERE end_ns >= ?1 AND end_ns < ?2) ORDER BY p.id",
+      [&](Statement& s) {
+        s.bind(1, since_ns);
+        s.bind(2, until_ns);
+      });
 }
 
 StoreResult<std::vector<DriftEntry>> StoreReader::top_drift(int64_t since_ns,
@@ -137,6 +217,154 @@ StoreResult<std::vector<StoredSample>> StoreReader::process_history(
     return StoredSample{read_sample(q, 0),
                         q.column_optional(kSampleColumnCount)};
   });
+  return out;
+}
+
+StoreResult<std::vector<ProcessWindow>> StoreReader::process_windows(
+    int64_t since_ns, int64_t until_ns) {
+  // Each CTE holds a single max() aggregate, so SQLite takes its bare
+  // columns from the row holding the maximum: the newest sample's rowid,
+  // the worst sample's drift and time.
+  StoreResult<Statement> s = db_->prepare(fmt::format(
+      "WITH w AS ("
+      "  SELECT process_id, count(*) AS n, max(time_ns), rowid AS newest "
+      "  FROM samples INDEXED BY samples_by_time "
+      "  WHERE time_ns >= ?1 AND time_ns < ?2 GROUP BY process_id), "
+      "worst AS ("
+      "  SELECT process_id, max(abs(drift)), drift, time_ns "
+      "  FROM samples INDEXED BY samples_by_time "
+      "  WHERE time_ns >= ?1 AND time_ns < ?2 AND drift IS NOT NULL "
+      "  GROUP BY process_id) "
+      "SELECT {}, r.page_size, w.n, {}, s.drift, worst.drift, worst.time_ns, "
+      "  (SELECT m.bound FROM model_errors m WHERE m.process_id = p.id "
+      "   AND m.scheme = ?3 AND m.end_ns >= ?1 AND m.end_ns < ?2 "
+      "   ORDER BY m.end_ns DESC LIMIT 1) "
+      "FROM w JOIN processes p ON p.id = w.process_id "
+      "JOIN runs r ON r.id = p.run_id "
+      "JOIN samples s ON s.rowid = w.newest "
+      "LEFT JOIN worst ON worst.process_id = w.process_id ORDER BY p.id",
+      kProcessColumns, qualified_sample_columns("s.")));
+  if (!s.ok()) return {{}, std::move(s.status)};
+  s.value.bind(1, since_ns);
+  s.value.bind(2, until_ns);
+  s.value.bind_text(3, SchemeSet::kNames[0]);
+  StoreResult<std::vector<ProcessWindow>> out;
+  out.status = collect(s.value, out.value, [](const Statement& q) {
+    ProcessWindow w;
+    int i = kProcessColumnCount;
+    w.process = read_process(q, 0);
+    w.page_size = q.column_int(i++);
+    w.samples = q.column_int(i++);
+    w.latest.row = read_sample(q, i);
+    i += kSampleColumnCount;
+    w.latest.drift = q.column_optional(i++);
+    w.worst_drift = q.column_optional(i++);
+    w.worst_at_ns = q.column_optional(i++).value_or(0);
+    w.bound = q.column_optional(i++);
+    return w;
+  });
+  return out;
+}
+
+StoreResult<std::optional<StoredSample>> StoreReader::latest_sample(
+    int64_t process_id) {
+  StoreResult<Statement> s = db_->prepare(
+      fmt::format("SELECT {}, drift FROM samples WHERE process_id = ?1 "
+                  "ORDER BY time_ns DESC LIMIT 1",
+                  kSampleColumns));
+  if (!s.ok()) return {{}, std::move(s.status)};
+  s.value.bind(1, process_id);
+  std::vector<StoredSample> rows;
+  StoreStatus status = collect(s.value, rows, [](const Statement& q) {
+    return StoredSample{read_sample(q, 0),
+                        q.column_optional(kSampleColumnCount)};
+  });
+  if (!status.ok() || rows.empty()) return {std::nullopt, std::move(status)};
+  return {rows.front(), {}};
+}
+
+StoreStatus StoreReader::for_each_sample(
+    int64_t since_ns, int64_t until_ns,
+    const std::function<void(const StoredSample&)>& visit) {
+  StoreResult<Statement> s = db_->prepare(fmt::format(
+      "SELECT {}, drift FROM samples WHERE time_ns >= ?1 AND time_ns < ?2 "
+      "ORDER BY time_ns, process_id",
+      kSampleColumns));
+  if (!s.ok()) return std::move(s.status);
+  s.value.bind(1, since_ns);
+  s.value.bind(2, until_ns);
+  int rc;
+  while ((rc = s.value.step()) == SQLITE_ROW) {
+    visit(StoredSample{read_sample(s.value, 0),
+                       s.value.column_optional(kSampleColumnCount)});
+  }
+  s.value.reset();
+  if (rc != SQLITE_DONE) return db_->error(rc, "reading");
+  return {};
+}
+
+StoreResult<int64_t> StoreReader::count_samples(int64_t since_ns,
+                                                int64_t until_ns) {
+  StoreResult<Statement> s = db_->prepare(
+      "SELECT count(*) FROM samples WHERE time_ns >= ?1 AND time_ns < ?2");
+  if (!s.ok()) return {0, std::move(s.status)};
+  s.value.bind(1, since_ns);
+  s.value.bind(2, until_ns);
+  std::vector<int64_t> n;
+  StoreStatus status =
+      collect(s.value, n, [](const Statement& q) { return q.column_int(0); });
+  return {n.empty() ? 0 : n.front(), std::move(status)};
+}
+
+StoreResult<std::vector<ModelErrorRow>> StoreReader::latest_model_errors(
+    int64_t process_id) {
+  StoreResult<Statement> s = db_->prepare(fmt::format(
+      "SELECT {} FROM model_errors m WHERE process_id = ?1 AND end_ns = "
+      "(SELECT max(end_ns) FROM model_errors WHERE process_id = ?1 "
+      " AND scheme = m.scheme) GROUP BY scheme",
+      kModelErrorColumns));
+  if (!s.ok()) return {{}, std::move(s.status)};
+  s.value.bind(1, process_id);
+  std::vector<std::optional<ModelErrorRow>> rows;
+  StoreStatus status = collect(s.value, rows, read_model_error);
+  return {known_schemes(std::move(rows), true), std::move(status)};
+}
+
+StoreResult<std::vector<ModelErrorRow>> StoreReader::model_errors(
+    std::optional<int64_t> process_id, int64_t since_ns, int64_t until_ns) {
+  StoreResult<Statement> s = db_->prepare(fmt::format(
+      "SELECT {} FROM model_errors WHERE (?1 IS NULL OR process_id = ?1) "
+      "AND end_ns >= ?2 AND end_ns < ?3 ORDER BY end_ns, process_id",
+      kModelErrorColumns));
+  if (!s.ok()) return {{}, std::move(s.status)};
+  s.value.bind_optional(1, process_id);
+  s.value.bind(2, since_ns);
+  s.value.bind(3, until_ns);
+  std::vector<std::optional<ModelErrorRow>> rows;
+  StoreStatus status = collect(s.value, rows, read_model_error);
+  return {known_schemes(std::move(rows), false), std::move(status)};
+}
+
+StoreResult<std::vector<SchemeWindow>> StoreReader::scheme_errors(
+    int64_t since_ns, int64_t until_ns) {
+  // The bare column bound comes from the row holding max(largest_error).
+  StoreResult<Statement> s = db_->prepare(
+      "SELECT scheme, max(largest_error), bound, count(*) FROM model_errors "
+      "WHERE end_ns >= ?1 AND end_ns < ?2 GROUP BY scheme");
+  if (!s.ok()) return {{}, std::move(s.status)};
+  s.value.bind(1, since_ns);
+  s.value.bind(2, until_ns);
+  std::vector<std::optional<SchemeWindow>> rows;
+  StoreResult<std::vector<SchemeWindow>> out;
+  out.status = collect(s.value, rows, [](const Statement& q) {
+    const std::optional<size_t> scheme = scheme_index(q.column_text(0));
+    if (!scheme) return std::optional<SchemeWindow>();
+    return std::optional<SchemeWindow>(SchemeWindow{
+        *scheme, q.column_int(1), q.column_optional(2), q.column_int(3)});
+  });
+  for (auto& r : rows)
+    if (r) out.value.push_back(*r);
+  std::ranges::sort(out.value, {}, &SchemeWindow::scheme);
   return out;
 }
 

@@ -1,0 +1,370 @@
+#include "cli/export_command.h"
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+
+#include "cli/errors.h"
+#include "cli/progress.h"
+#include "cli/query_support.h"
+#include "cli/svg.h"
+#include "cli/time_args.h"
+#include "core/scheme_set.h"
+
+namespace rssaudit::cli {
+namespace {
+
+struct ExportOptions {
+  std::string db = kDefaultDb;
+  std::string format;
+  std::string output;
+  std::string since = "24h";
+  std::string until = "now";
+  size_t top = 8;
+};
+
+// What the export reads once: the runs and processes the samples refer to.
+struct Context {
+  Window window;
+  std::map<int64_t, RunSummary> runs;
+  std::map<int64_t, ProcessSummary> processes;
+
+  int64_t page_size(const ProcessSummary& p) const {
+    return runs.at(p.run_id).info.page_size;
+  }
+};
+
+// One cell of an exported sample: empty (a source not read), a number or
+// text.
+using Cell = std::variant<std::monostate, int64_t, std::string>;
+
+Cell cell(const std::optional<int64_t>& v) {
+  return v ? Cell(*v) : Cell(std::monostate{});
+}
+
+// The exported columns of a sample, in order (README.md, "Export
+// columns"): CSV and JSON share this one list. The names do not depend on
+// the values.
+std::vector<std::pair<std::string, Cell>> sample_cells(const ProcessSummary& p,
+                                                       int64_t page_size,
+                                                       const StoredSample& s) {
+  const SampleRow& r = s.row;
+  std::vector<std::pair<std::string, Cell>> out = {
+      {"time_ns", r.time_ns},
+      {"time_utc", utc_time_text(r.time_ns)},
+      {"run_id", p.run_id},
+      {"process_id", p.id},
+      {"pid", int64_t{p.identity.pid}},
+      {"start_ticks", static_cast<int64_t>(p.identity.start_ticks)},
+      {"comm", p.comm},
+      {"page_size", page_size},
+  };
+  auto members = [&](std::string_view source, const MemberPages& m) {
+    for (int i = 0; i < kMembers; ++i)
+      out.emplace_back(fmt::format("{}_{}", source, kMemberNames[i]),
+                       cell(m[i]));
+  };
+  members("approx", r.approximate);
+  out.emplace_back("stat_rss", cell(r.stat_rss));
+  members("precise", r.precise);
+  out.emplace_back("statm_resident", cell(r.statm_resident));
+  members("exact", r.exact);
+  members("walk", r.walk);
+  out.emplace_back("walk_rss", cell(r.walk_rss));
+  out.emplace_back("vm_hwm", cell(r.vm_hwm));
+  out.emplace_back("true_peak", cell(r.true_peak));
+  out.emplace_back("threads", cell(r.threads));
+  out.emplace_back("rss", cell(resident_pages(r)));
+  out.emplace_back("drift", cell(s.drift));
+  out.emplace_back(
+      "drift_bytes",
+      cell(s.drift ? std::optional(*s.drift * page_size) : std::nullopt));
+  return out;
+}
+
+std::vector<std::pair<std::string, Cell>> sample_cells(const Context& c,
+                                                       const StoredSample& s) {
+  const ProcessSummary& p = c.processes.at(s.row.process_id);
+  return sample_cells(p, c.page_size(p), s);
+}
+
+std::string csv_field(const Cell& c) {
+  if (const auto* n = std::get_if<int64_t>(&c)) return std::to_string(*n);
+  const auto* text = std::get_if<std::string>(&c);
+  if (!text) return "";
+  // RFC 4180: quote fields holding a separator, a quote or a line break.
+  if (text->find_first_of(",\"\r\n") == std::string::npos) return *text;
+  std::string quoted = "\"";
+  for (char ch : *text) {
+    if (ch == '"') quoted += '"';
+    quoted += ch;
+  }
+  return quoted + "\"";
+}
+
+nlohmann::json json_cell(const Cell& c) {
+  if (const auto* n = std::get_if<int64_t>(&c)) return *n;
+  if (const auto* t = std::get_if<std::string>(&c)) return *t;
+  return nullptr;
+}
+
+// Streams the window's samples to `visit`, with progress on stderr.
+void each_sample(StoreReader& reader, const Context& c,
+                 const std::function<void(const StoredSample&)>& visit) {
+  const int64_t total =
+      checked(reader.count_samples(c.window.since_ns, c.window.until_ns));
+  Progress progress("export", static_cast<uint64_t>(total));
+  uint64_t done = 0;
+  const StoreStatus status = reader.for_each_sample(
+      c.window.since_ns, c.window.until_ns, [&](const StoredSample& s) {
+        visit(s);
+        if (++done % 4096 == 0) progress.update(done);
+      });
+  if (!status.ok()) throw std::runtime_error(status.message);
+}
+
+void write_csv(std::ostream& out, StoreReader& reader, const Context& c) {
+  auto write_row = [&](const auto& cells, auto field) {
+    for (size_t i = 0; i < cells.size(); ++i)
+      out << (i ? "," : "") << field(cells[i]);
+    out << "\n";
+  };
+  write_row(sample_cells(ProcessSummary{}, 0, StoredSample{}),
+            [](const auto& cell) { return cell.first; });
+  each_sample(reader, c, [&](const StoredSample& s) {
+    write_row(sample_cells(c, s),
+              [](const auto& cell) { return csv_field(cell.second); });
+  });
+}
+
+nlohmann::json run_json(const RunSummary& r) {
+  return {{"id", r.id},
+          {"host", r.info.host},
+          {"kernel_release", r.info.kernel_release},
+          {"nr_cpus", r.info.nr_cpus},
+          {"batch", r.info.batch},
+          {"page_size", r.info.page_size},
+          {"rssaudit_version", r.info.rssaudit_version},
+          {"started_ns", r.info.started_ns},
+          {"ended_ns", json_or_null(r.ended_ns)}};
+}
+
+nlohmann::json process_json(const ProcessSummary& p) {
+  return {{"id", p.id},
+          {"run_id", p.run_id},
+          {"pid", p.identity.pid},
+          {"start_ticks", p.identity.start_ticks},
+          {"comm", p.comm},
+          {"cgroup", p.cgroup},
+          {"first_seen_ns", p.first_seen_ns},
+          {"last_seen_ns", p.last_seen_ns},
+          {"exit_ns", json_or_null(p.exit_ns)},
+          {"exit_residue", json_or_null(p.exit_residue)}};
+}
+
+// Streams the samples rather than building one document: a day of a busy
+// host is millions of rows.
+void write_json(std::ostream& out, StoreReader& reader, const Context& c,
+                const std::string& db) {
+  nlohmann::json head = {{"database", db},
+                         {"since_ns", c.window.since_ns},
+                         {"until_ns", c.window.until_ns},
+                         {"runs", nlohmann::json::array()},
+                         {"processes", nlohmann::json::array()},
+                         {"model_errors", nlohmann::json::array()}};
+  for (const auto& [id, r] : c.runs) head["runs"].push_back(run_json(r));
+  for (const auto& [id, p] : c.processes)
+    head["processes"].push_back(process_json(p));
+  for (const ModelErrorRow& e : checked(reader.model_errors(
+           std::nullopt, c.window.since_ns, c.window.until_ns)))
+    head["model_errors"].push_back({{"process_id", e.process_id},
+                                    {"scheme", SchemeSet::kNames[e.scheme]},
+                                    {"start_ns", e.start_ns},
+                                    {"end_ns", e.end_ns},
+                                    {"largest_error", e.largest_error},
+                                    {"bound", json_or_null(e.bound)},
+                                    {"shared_updates", e.shared_updates},
+                                    {"bytes_per_mm", e.bytes_per_mm}});
+  out << "{";
+  for (const auto& [key, value] : head.items())
+    out << nlohmann::json(key).dump() << ":" << value.dump() << ",\n";
+  out << "\"samples\":[";
+  bool first = true;
+  each_sample(reader, c, [&](const StoredSample& s) {
+    nlohmann::json row = nlohmann::json::object();
+    for (const auto& [name, value] : sample_cells(c, s))
+      row[name] = json_cell(value);
+    out << (first ? "\n" : ",\n") << row.dump();
+    first = false;
+  });
+  out << "\n]}\n";
+}
+
+// The unit that shows amounts up to `largest_bytes` with short numbers.
+std::pair<double, std::string_view> human_scale(double largest_bytes) {
+  if (largest_bytes >= 1 << 30) return {double(1 << 30), "GiB"};
+  if (largest_bytes >= 1 << 20) return {double(1 << 20), "MiB"};
+  return {1024.0, "KiB"};
+}
+
+std::string label_of(const ProcessSummary& p) {
+  return fmt::format("{} {} (run {})", p.identity.pid, p.comm, p.run_id);
+}
+
+std::string drift_chart(StoreReader& reader, const Context& c,
+                        const std::vector<ProcessWindow>& offenders) {
+  svg::LineChart chart;
+  chart.title = "RSS drift (approximate - precise) over time, top offenders";
+  double largest = 0;
+  for (const ProcessWindow& w : offenders) {
+    svg::Series s{label_of(w.process), {}};
+    for (const StoredSample& sample : checked(reader.process_history(
+             w.process.id, c.window.since_ns, c.window.until_ns))) {
+      if (!sample.drift) continue;
+      const double bytes = double(*sample.drift) * double(w.page_size);
+      largest = std::max(largest, std::abs(bytes));
+      s.points.push_back({double(sample.row.time_ns) / 1e9, bytes});
+    }
+    chart.series.push_back(std::move(s));
+  }
+  const auto [scale, unit] = human_scale(largest);
+  for (svg::Series& s : chart.series)
+    for (svg::Point& p : s.points) p.y /= scale;
+  chart.y_label = fmt::format("drift, {}", unit);
+  const bool long_window =
+      c.window.until_ns - c.window.since_ns > int64_t{86400} * 1'000'000'000;
+  chart.x_text = [long_window](double seconds) {
+    const std::string t = local_time_text(int64_t(seconds * 1e9));
+    return long_window ? t.substr(5, 11) : t.substr(11, 5);
+  };
+  chart.y_text = [](double v) { return fmt::format("{:g}", v); };
+  return svg::line_chart(chart);
+}
+
+std::string scheme_chart(StoreReader& reader, const Context& c) {
+  svg::BarChart chart;
+  chart.title = "Largest model error vs bound, per counting scheme";
+  chart.y_label = "pages (log scale)";
+  chart.y_text = [](double v) { return fmt::format("{:.0f}", v); };
+  for (const SchemeWindow& s :
+       checked(reader.scheme_errors(c.window.since_ns, c.window.until_ns))) {
+    chart.groups.push_back(
+        {std::string(SchemeSet::kNames[s.scheme]), double(s.largest_error),
+         s.bound ? std::optional<double>(double(*s.bound)) : std::nullopt});
+  }
+  return svg::bar_chart(chart);
+}
+
+std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
+  std::string out =
+      "<table>\n<tr><th>pid</th><th>comm</th><th>run</th><th>start ticks"
+      "</th><th>RSS</th><th>drift</th><th>largest |drift|</th><th>at</th>"
+      "<th>drift / bound</th><th>samples</th></tr>\n";
+  for (const ProcessWindow& w : offenders) {
+    auto size = [&](const std::optional<int64_t>& pages, bool sign) {
+      return pages ? format_size(*pages, w.page_size, SizeUnit::kHuman, sign)
+                   : "-";
+    };
+    const std::optional<double> ratio = drift_to_bound(w);
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        w.process.identity.pid, svg::escape(w.process.comm), w.process.run_id,
+        w.process.identity.start_ticks,
+        size(resident_pages(w.latest.row), false), size(w.latest.drift, true),
+        size(w.worst_drift, true),
+        w.worst_drift ? local_time_text(w.worst_at_ns) : "-",
+        ratio ? fmt::format("{:.1f}%", 100 * *ratio) : "-", w.samples);
+  }
+  return out + "</table>\n";
+}
+
+void write_html(std::ostream& out, StoreReader& reader, const Context& c,
+                const ExportOptions& o) {
+  std::vector<ProcessWindow> offenders =
+      checked(reader.process_windows(c.window.since_ns, c.window.until_ns));
+  rank(offenders, TopSort::kDrift);
+  if (offenders.size() > o.top) offenders.resize(o.top);
+  std::string runs;
+  for (const auto& [id, r] : c.runs)
+    runs += fmt::format("<li>run {}: {}, kernel {}, {} CPUs, batch {}</li>\n",
+                        id, svg::escape(r.info.host),
+                        svg::escape(r.info.kernel_release), r.info.nr_cpus,
+                        r.info.batch);
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
+         "charset=\"utf-8\">\n"
+         "<title>rssaudit report</title>\n<style>\n"
+         "body { font-family: sans-serif; margin: 24px; color: #222; }\n"
+         "table { border-collapse: collapse; }\n"
+         "th, td { border: 1px solid #ccc; padding: 4px 8px; "
+         "text-align: right; }\n"
+         "td:nth-child(2) { text-align: left; white-space: pre; }\n"
+         "th { background: #eef1f5; }\n"
+         "</style>\n</head>\n<body>\n"
+      << fmt::format(
+             "<h1>rssaudit report</h1>\n<p>{} to {} (local time), database "
+             "<code>{}</code>, {} processes.</p>\n<ul>\n{}</ul>\n",
+             local_time_text(c.window.since_ns),
+             local_time_text(c.window.until_ns), svg::escape(o.db),
+             c.processes.size(), runs)
+      << "<h2>Drift over time</h2>\n"
+      << drift_chart(reader, c, offenders) << "<h2>Model error vs bound</h2>\n"
+      << scheme_chart(reader, c) << "<h2>Top offenders</h2>\n"
+      << offenders_table(offenders) << "</body>\n</html>\n";
+}
+
+void run(const ExportOptions& o) {
+  if (o.format == "html" && o.output.empty())
+    throw UsageError("export --format html needs -o FILE");
+  Context c;
+  c.window = parse_window(o.since, o.until);
+  std::unique_ptr<StoreReader> reader = open_history(o.db);
+  for (RunSummary& r : checked(reader->list_runs())) c.runs[r.id] = r;
+  for (ProcessSummary& p :
+       checked(reader->processes_seen(c.window.since_ns, c.window.until_ns)))
+    c.processes[p.id] = p;
+  std::ofstream file;
+  if (!o.output.empty()) {
+    file.open(o.output, std::ios::binary | std::ios::trunc);
+    if (!file)
+      throw std::runtime_error(
+          fmt::format("{}: cannot write: {}", o.output, std::strerror(errno)));
+  }
+  std::ostream& out = o.output.empty() ? std::cout : file;
+  if (o.format == "csv") write_csv(out, *reader, c);
+  if (o.format == "json") write_json(out, *reader, c, o.db);
+  if (o.format == "html") write_html(out, *reader, c, o);
+  out.flush();
+  if (!out)
+    throw std::runtime_error(fmt::format(
+        "{}: write failed", o.output.empty() ? "stdout" : o.output));
+}
+
+}  // namespace
+
+void register_export(CLI::App& app) {
+  auto o = std::make_shared<ExportOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "export", "Samples as CSV or JSON, or an HTML report with plots");
+  sub->add_option("--format", o->format, "csv, json or html")
+      ->required()
+      ->check(CLI::IsMember({"csv", "json", "html"}));
+  sub->add_option("-o,--output", o->output,
+                  "File to write (default stdout; html needs one)");
+  add_window_options(*sub, o->since, o->until);
+  sub->add_option("--top", o->top, "Processes plotted and tabulated (html)")
+      ->capture_default_str();
+  add_db_option(*sub, o->db);
+  sub->callback([o] { run(*o); });
+}
+
+}  // namespace rssaudit::cli

@@ -1,0 +1,157 @@
+#include "cli/query_support.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "cli/errors.h"
+#include "cli/time_args.h"
+
+namespace rssaudit::cli {
+
+void add_db_option(CLI::App& sub, std::string& db) {
+  sub.add_option("--db", db, "History database written by rssauditd")
+      ->capture_default_str();
+}
+
+void add_query_options(CLI::App& sub, QueryOptions& o) {
+  add_db_option(sub, o.db);
+  sub.add_flag("--json", o.json, "Print JSON");
+  CLI::Option* pages =
+      sub.add_flag("--pages", o.pages, "Memory amounts in pages");
+  sub.add_flag("--bytes", o.bytes, "Memory amounts in bytes")->excludes(pages);
+}
+
+std::unique_ptr<StoreReader> open_history(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw std::runtime_error(
+        fmt::format("{}: no such database; is rssauditd running? default is {}",
+                    path, kDefaultDb));
+  return checked(StoreReader::open_read_only(path));
+}
+
+void add_window_options(CLI::App& sub, std::string& since, std::string& until) {
+  sub.add_option("--since", since,
+                 "Window start: 30s, 15m, 1h, 7d ago, or 'YYYY-MM-DD HH:MM' "
+                 "(local time)")
+      ->capture_default_str();
+  sub.add_option("--until", until, "Window end, as --since, or now")
+      ->capture_default_str();
+}
+
+Window parse_window(const std::string& since, const std::string& until) {
+  const int64_t now = wall_now_ns();
+  auto parse = [&](const char* name, const std::string& text) {
+    TimeArg t = parse_time_arg(text, now);
+    if (auto* why = std::get_if<std::string>(&t))
+      throw UsageError(fmt::format("{} '{}': {}", name, text, *why));
+    return std::get<int64_t>(t);
+  };
+  Window w{parse("--since", since), parse("--until", until)};
+  // --until names the last instant wanted: "now" includes a sample of now.
+  if (until == "now") ++w.until_ns;
+  if (w.since_ns >= w.until_ns)
+    throw UsageError(
+        fmt::format("--since '{}' is not before --until '{}'", since, until));
+  return w;
+}
+
+ProcessSummary find_process(StoreReader& reader, const std::string& path,
+                            const std::string& which,
+                            std::optional<int64_t> run) {
+  const bool is_pid = !which.empty() && which.size() <= 10 &&
+                      which.find_first_not_of("0123456789") == which.npos;
+  std::vector<ProcessSummary> found =
+      is_pid ? checked(reader.processes_with_pid(
+                   static_cast<uint32_t>(std::stoull(which))))
+             : checked(reader.processes_with_comm(which));
+  std::erase_if(
+      found, [&](const ProcessSummary& p) { return run && p.run_id != *run; });
+  const std::string what =
+      is_pid ? "pid " + which : fmt::format("comm '{}'", printable(which));
+  const std::string where = run ? fmt::format(" in run {}", *run) : "";
+  if (found.empty())
+    throw std::runtime_error(
+        fmt::format("no process with {}{} in {}", what, where, path));
+  // Rows of one (pid, start time) in several runs are one process seen by
+  // several daemon lifetimes: not an ambiguity.
+  std::set<std::pair<uint32_t, uint64_t>> identities;
+  for (const ProcessSummary& p : found)
+    identities.insert({p.identity.pid, p.identity.start_ticks});
+  if (identities.size() == 1) return found.front();
+  if (!is_pid) {
+    std::string list;
+    for (const ProcessSummary& p : found)
+      list += fmt::format("\n  pid {:>7}  run {}  start ticks {}  last seen {}",
+                          p.identity.pid, p.run_id, p.identity.start_ticks,
+                          local_time_text(p.last_seen_ns));
+    throw std::runtime_error(
+        fmt::format("{}{} matches {} processes; name one by PID (and --run):{}",
+                    what, where, identities.size(), list));
+  }
+  const ProcessSummary& p = found.front();
+  fmt::print(stderr,
+             "rssaudit: pid {} was {} processes (pids are reused); showing "
+             "the most recent: '{}', run {}, start ticks {}\n",
+             which, identities.size(), printable(p.comm), p.run_id,
+             p.identity.start_ticks);
+  return p;
+}
+
+int64_t page_size_of_run(StoreReader& reader, int64_t run_id) {
+  for (const RunSummary& r : checked(reader.list_runs()))
+    if (r.id == run_id) return r.info.page_size;
+  throw std::runtime_error(fmt::format("run {} is missing", run_id));
+}
+
+std::optional<int64_t> resident_pages(const SampleRow& r) {
+  const MemberPages& m = r.precise;
+  if (m[kFilePages] && m[kAnonPages] && m[kShmemPages])
+    return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
+  return r.statm_resident ? r.statm_resident : r.stat_rss;
+}
+
+std::optional<double> drift_to_bound(const ProcessWindow& w) {
+  if (!w.worst_drift || !w.bound || *w.bound <= 0) return std::nullopt;
+  return std::abs(double(*w.worst_drift)) / double(*w.bound);
+}
+
+void rank(std::vector<ProcessWindow>& windows, TopSort by) {
+  auto key = [by](const ProcessWindow& w) -> std::optional<double> {
+    switch (by) {
+      case TopSort::kDrift:
+        if (!w.worst_drift) return std::nullopt;
+        return std::abs(double(*w.worst_drift));
+      case TopSort::kRatio:
+        return drift_to_bound(w);
+      case TopSort::kRss:
+        if (auto rss = resident_pages(w.latest.row))
+          return double(*rss) * double(w.page_size);
+        return std::nullopt;
+    }
+    return std::nullopt;
+  };
+  std::ranges::stable_sort(
+      windows, [&](const ProcessWindow& a, const ProcessWindow& b) {
+        const std::optional<double> ka = key(a), kb = key(b);
+        if (ka.has_value() != kb.has_value()) return ka.has_value();
+        if (ka && *ka != *kb) return *ka > *kb;
+        return a.process.id < b.process.id;
+      });
+}
+
+std::string printable(std::string comm) {
+  for (char& c : comm)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return comm;
+}
+
+nlohmann::json json_or_null(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace rssaudit::cli

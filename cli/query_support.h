@@ -1,0 +1,95 @@
+// What the database queries (top, show, history, export) share: the --db,
+// --json and unit options, opening the history read-only, time windows,
+// and finding the process a PID|COMM argument names.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "cli/units.h"
+#include "daemon/store_queries.h"
+
+namespace rssaudit::cli {
+
+// mm->rss_stat members by Member index, as the outputs name them.
+inline constexpr std::array<std::string_view, kMembers> kMemberNames = {
+    "file", "anon", "swap", "shmem"};
+
+// rssauditd's default database, relative to where it was started.
+inline constexpr const char* kDefaultDb = "./rssaudit.db";
+
+struct QueryOptions {
+  std::string db = kDefaultDb;
+  bool json = false;
+  bool pages = false;
+  bool bytes = false;
+
+  SizeUnit unit() const {
+    return pages   ? SizeUnit::kPages
+           : bytes ? SizeUnit::kBytes
+                   : SizeUnit::kHuman;
+  }
+};
+
+void add_db_option(CLI::App& sub, std::string& db);
+// --db, --json, --pages and --bytes.
+void add_query_options(CLI::App& sub, QueryOptions& o);
+
+// The database at `path`, read-only; fails with one line naming the path.
+std::unique_ptr<StoreReader> open_history(const std::string& path);
+
+// The value of a query, or its failure (which names the file) thrown.
+template <class T>
+T checked(StoreResult<T> r) {
+  if (!r.ok()) throw std::runtime_error(r.status.message);
+  return std::move(r.value);
+}
+
+struct Window {
+  int64_t since_ns = 0;
+  int64_t until_ns = 0;
+};
+
+// --since and --until, defaulting to `since` and now.
+void add_window_options(CLI::App& sub, std::string& since, std::string& until);
+
+// --since/--until as a window; a UsageError names the bad argument.
+Window parse_window(const std::string& since, const std::string& until);
+
+// The process `which` (a pid, else a comm) names in the database at
+// `path`, in run `run` if given.
+// Several processes with the pid: the most recent, said on stderr. Several
+// with the comm: a failure listing them.
+ProcessSummary find_process(StoreReader& reader, const std::string& path,
+                            const std::string& which,
+                            std::optional<int64_t> run);
+
+// The page size (bytes) of run `run_id`.
+int64_t page_size_of_run(StoreReader& reader, int64_t run_id);
+
+// Resident pages as VmRSS counts them (precise file + anon + shmem), else
+// statm's resident, else stat's approximate RSS.
+std::optional<int64_t> resident_pages(const SampleRow& r);
+
+// |largest drift| / the kernel's bound, when both are known.
+std::optional<double> drift_to_bound(const ProcessWindow& w);
+
+enum class TopSort { kDrift, kRatio, kRss };
+// Largest first; processes without the value last, then by id.
+void rank(std::vector<ProcessWindow>& windows, TopSort by);
+
+// `comm` safe for a terminal: control characters as '?'.
+std::string printable(std::string comm);
+
+// A JSON number, or null for a source that was not read.
+nlohmann::json json_or_null(const std::optional<int64_t>& v);
+
+}  // namespace rssaudit::cli

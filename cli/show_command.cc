@@ -1,0 +1,192 @@
+#include "cli/show_command.h"
+
+#include <fmt/core.h>
+
+#include <array>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/query_support.h"
+#include "cli/time_args.h"
+#include "core/scheme_set.h"
+
+namespace rssaudit::cli {
+namespace {
+
+struct ShowOptions {
+  QueryOptions query;
+  std::string which;
+  std::optional<int64_t> run;
+};
+
+std::optional<int64_t> difference(const std::optional<int64_t>& a,
+                                  const std::optional<int64_t>& b) {
+  if (!a || !b) return std::nullopt;
+  return *a - *b;
+}
+
+// file + anon + shmem, as VmRSS counts them, when all three were read.
+std::optional<int64_t> rss_of(const MemberPages& m) {
+  if (!m[kFilePages] || !m[kAnonPages] || !m[kShmemPages]) return {};
+  return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
+}
+
+struct Sources {
+  std::string name;
+  MemberPages members{};  // empty: a source of the total only
+  std::optional<int64_t> rss;
+};
+
+std::vector<Sources> sources_of(const SampleRow& r) {
+  return {{"approx", r.approximate, rss_of(r.approximate)},
+          {"stat", {}, r.stat_rss},
+          {"precise", r.precise, rss_of(r.precise)},
+          {"statm", {}, r.statm_resident},
+          {"exact", r.exact, rss_of(r.exact)},
+          {"walk", r.walk, r.walk_rss}};
+}
+
+nlohmann::json json_of(const ProcessSummary& p, int64_t page_size,
+                       const std::optional<StoredSample>& sample,
+                       const std::vector<ModelErrorRow>& errors) {
+  nlohmann::json j = {{"run_id", p.run_id},
+                      {"process_id", p.id},
+                      {"pid", p.identity.pid},
+                      {"start_ticks", p.identity.start_ticks},
+                      {"comm", p.comm},
+                      {"cgroup", p.cgroup},
+                      {"first_seen_ns", p.first_seen_ns},
+                      {"last_seen_ns", p.last_seen_ns},
+                      {"exit_ns", json_or_null(p.exit_ns)},
+                      {"exit_residue_pages", json_or_null(p.exit_residue)},
+                      {"page_size", page_size},
+                      {"sample", nullptr},
+                      {"model_errors", nlohmann::json::array()}};
+  if (sample) {
+    const SampleRow& r = sample->row;
+    nlohmann::json s = {
+        {"time_ns", r.time_ns},
+        {"threads", json_or_null(r.threads)},
+        {"drift_pages", json_or_null(sample->drift)},
+        {"vm_hwm_pages", json_or_null(r.vm_hwm)},
+        {"true_peak_pages", json_or_null(r.true_peak)},
+        {"peak_gap_pages", json_or_null(difference(r.true_peak, r.vm_hwm))},
+        {"walk_gap_pages",
+         json_or_null(difference(rss_of(r.precise), r.walk_rss))}};
+    for (const Sources& src : sources_of(r)) {
+      nlohmann::json m = {{"rss_pages", json_or_null(src.rss)}};
+      for (int i = 0; i < kMembers; ++i)
+        m[std::string(kMemberNames[i]) + "_pages"] =
+            json_or_null(src.members[i]);
+      s["sources"][src.name] = m;
+    }
+    j["sample"] = s;
+  }
+  for (const ModelErrorRow& e : errors)
+    j["model_errors"].push_back({{"scheme", SchemeSet::kNames[e.scheme]},
+                                 {"start_ns", e.start_ns},
+                                 {"end_ns", e.end_ns},
+                                 {"largest_error_pages", e.largest_error},
+                                 {"bound_pages", json_or_null(e.bound)},
+                                 {"shared_updates", e.shared_updates},
+                                 {"bytes_per_mm", e.bytes_per_mm}});
+  return j;
+}
+
+void print_sources(const StoredSample& sample, int64_t page_size, SizeUnit unit,
+                   const std::vector<ModelErrorRow>& errors) {
+  const SampleRow& r = sample.row;
+  auto size = [&](const std::optional<int64_t>& pages, bool sign = false) {
+    return pages ? format_size(*pages, page_size, unit, sign) : "-";
+  };
+  const std::vector<Sources> sources = sources_of(r);
+  constexpr std::string_view kRow =
+      "{:<7}{:>12}{:>12}{:>12}{:>12}{:>12}{:>12}\n";
+  fmt::print(kRow, "", "approx BPF", "stat", "precise", "statm", "exact",
+             "walk");
+  for (int m = 0; m < kMembers; ++m) {
+    std::array<std::string, 6> cells;
+    for (size_t i = 0; i < sources.size(); ++i)
+      cells[i] = sources[i].name == "stat" || sources[i].name == "statm"
+                     ? ""
+                     : size(sources[i].members[m]);
+    fmt::print(kRow, kMemberNames[m], cells[0], cells[1], cells[2], cells[3],
+               cells[4], cells[5]);
+  }
+  fmt::print(kRow, "rss", size(sources[0].rss), size(sources[1].rss),
+             size(sources[2].rss), size(sources[3].rss), size(sources[4].rss),
+             size(sources[5].rss));
+  const ModelErrorRow* upstream = nullptr;
+  for (const ModelErrorRow& e : errors)
+    if (e.scheme == 0) upstream = &e;
+  std::string ratio;
+  if (sample.drift && upstream && upstream->bound && *upstream->bound > 0)
+    ratio = fmt::format(
+        " ({:.1f}% of the kernel's bound {})",
+        100.0 * std::abs(double(*sample.drift)) / double(*upstream->bound),
+        size(upstream->bound));
+  fmt::print("\ndrift (approximate - precise): {}{}\n",
+             size(sample.drift, true), ratio);
+  fmt::print("walk gap (precise - walk):     {}\n",
+             size(difference(rss_of(r.precise), r.walk_rss), true));
+  fmt::print("peak: VmHWM {}, true peak {}, gap (true - VmHWM) {}\n",
+             size(r.vm_hwm), size(r.true_peak),
+             size(difference(r.true_peak, r.vm_hwm), true));
+  if (errors.empty()) return;
+  fmt::print("\nmodels, newest interval:\n");
+  constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}  {}\n";
+  fmt::print(kModelRow, "scheme", "largest error", "bound", "error/bound",
+             "interval end");
+  for (const ModelErrorRow& e : errors) {
+    fmt::print(kModelRow, SchemeSet::kNames[e.scheme], size(e.largest_error),
+               e.bound ? size(e.bound) : "none",
+               e.bound && *e.bound > 0
+                   ? fmt::format("{:.1f}%", 100.0 * double(e.largest_error) /
+                                                double(*e.bound))
+                   : "-",
+               local_time_text(e.end_ns).substr(11));
+  }
+}
+
+void run(const ShowOptions& o) {
+  std::unique_ptr<StoreReader> reader = open_history(o.query.db);
+  const ProcessSummary p = find_process(*reader, o.query.db, o.which, o.run);
+  const int64_t page_size = page_size_of_run(*reader, p.run_id);
+  const std::optional<StoredSample> sample =
+      checked(reader->latest_sample(p.id));
+  const std::vector<ModelErrorRow> errors =
+      checked(reader->latest_model_errors(p.id));
+  if (o.query.json) {
+    fmt::print("{}\n", json_of(p, page_size, sample, errors).dump(2));
+    return;
+  }
+  fmt::print("pid {} '{}', run {}, start ticks {}{}\n", p.identity.pid,
+             printable(p.comm), p.run_id, p.identity.start_ticks,
+             p.exit_ns ? ", exited " + local_time_text(*p.exit_ns) : "");
+  if (!p.cgroup.empty()) fmt::print("cgroup {}\n", printable(p.cgroup));
+  if (!sample) {
+    fmt::print("no sample stored (seen {} .. {})\n",
+               local_time_text(p.first_seen_ns),
+               local_time_text(p.last_seen_ns));
+    return;
+  }
+  fmt::print("latest sample {}, {} threads\n\n",
+             local_time_text(sample->row.time_ns),
+             sample->row.threads ? std::to_string(*sample->row.threads) : "?");
+  print_sources(*sample, page_size, o.query.unit(), errors);
+}
+
+}  // namespace
+
+void register_show(CLI::App& app) {
+  auto o = std::make_shared<ShowOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "show", "Every RSS source of one process side by side, with bounds");
+  sub->add_option("process", o->which, "PID or comm")->required();
+  sub->add_option("--run", o->run, "Only the process seen by this run");
+  add_query_options(*sub, o->query);
+  sub->callback([o] { run(*o); });
+}
+
+}  // namespace rssaudit::cli

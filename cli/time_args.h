@@ -1,0 +1,27 @@
+// The time arguments of the query commands (--since, --until): a duration
+// back from now ("30s", "15m", "1h", "7d"), "now", or a local wall-clock
+// time "YYYY-MM-DD HH:MM" (optionally ":SS").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace rssaudit::cli {
+
+// Nanoseconds since the Unix epoch, or why `text` is not a time.
+using TimeArg = std::variant<int64_t, std::string>;
+
+TimeArg parse_time_arg(std::string_view text, int64_t now_ns);
+
+// Nanoseconds since the Unix epoch, from the system clock.
+int64_t wall_now_ns();
+
+// `ns` as local "YYYY-MM-DD HH:MM:SS".
+std::string local_time_text(int64_t ns);
+
+// `ns` as UTC "YYYY-MM-DDTHH:MM:SSZ" (ISO 8601), for exports.
+std::string utc_time_text(int64_t ns);
+
+}  // namespace rssaudit::cli

@@ -1,0 +1,113 @@
+#include "cli/top_command.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/query_support.h"
+#include "cli/time_args.h"
+
+namespace rssaudit::cli {
+namespace {
+
+struct TopOptions {
+  QueryOptions query;
+  std::string since = "1h";
+  std::string until = "now";
+  std::string sort = "drift";
+  size_t limit = 20;
+};
+
+std::string ratio_text(const ProcessWindow& w) {
+  const std::optional<double> r = drift_to_bound(w);
+  return r ? fmt::format("{:.1f}%", 100 * *r) : "-";
+}
+
+nlohmann::json window_json(const ProcessWindow& w) {
+  const ProcessSummary& p = w.process;
+  const std::optional<int64_t> rss = resident_pages(w.latest.row);
+  const std::optional<double> ratio = drift_to_bound(w);
+  auto bytes = [&](const std::optional<int64_t>& pages) {
+    return pages ? nlohmann::json(*pages * w.page_size)
+                 : nlohmann::json(nullptr);
+  };
+  return {{"run_id", p.run_id},
+          {"process_id", p.id},
+          {"pid", p.identity.pid},
+          {"start_ticks", p.identity.start_ticks},
+          {"comm", p.comm},
+          {"page_size", w.page_size},
+          {"rss_pages", json_or_null(rss)},
+          {"rss_bytes", bytes(rss)},
+          {"drift_pages", json_or_null(w.latest.drift)},
+          {"drift_bytes", bytes(w.latest.drift)},
+          {"max_drift_pages", json_or_null(w.worst_drift)},
+          {"max_drift_bytes", bytes(w.worst_drift)},
+          {"max_drift_ns", w.worst_drift ? nlohmann::json(w.worst_at_ns)
+                                         : nlohmann::json(nullptr)},
+          {"bound_pages", json_or_null(w.bound)},
+          {"drift_to_bound",
+           ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)},
+          {"samples", w.samples},
+          {"last_sample_ns", w.latest.row.time_ns}};
+}
+
+void run(const TopOptions& o) {
+  const Window window = parse_window(o.since, o.until);
+  std::unique_ptr<StoreReader> reader = open_history(o.query.db);
+  std::vector<ProcessWindow> windows =
+      checked(reader->process_windows(window.since_ns, window.until_ns));
+  rank(windows, o.sort == "ratio" ? TopSort::kRatio
+                : o.sort == "rss" ? TopSort::kRss
+                                  : TopSort::kDrift);
+  if (windows.size() > o.limit) windows.resize(o.limit);
+  if (o.query.json) {
+    nlohmann::json j = {{"since_ns", window.since_ns},
+                        {"until_ns", window.until_ns},
+                        {"processes", nlohmann::json::array()}};
+    for (const ProcessWindow& w : windows)
+      j["processes"].push_back(window_json(w));
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("{} .. {}: {} processes with samples\n",
+             local_time_text(window.since_ns), local_time_text(window.until_ns),
+             windows.size());
+  if (windows.empty()) return;
+  constexpr std::string_view kRow =
+      "{:>7} {:<15} {:>11} {:>11} {:>12} {:>6} {:>7}\n";
+  fmt::print(kRow, "PID", "COMM", "RSS", "DRIFT", "MAX |DRIFT|", "/BOUND",
+             "SAMPLES");
+  const SizeUnit unit = o.query.unit();
+  for (const ProcessWindow& w : windows) {
+    auto size = [&](const std::optional<int64_t>& pages, bool sign) {
+      return pages ? format_size(*pages, w.page_size, unit, sign) : "-";
+    };
+    fmt::print(
+        kRow, w.process.identity.pid, printable(w.process.comm).substr(0, 15),
+        size(resident_pages(w.latest.row), false), size(w.latest.drift, true),
+        size(w.worst_drift, true), ratio_text(w), w.samples);
+  }
+}
+
+}  // namespace
+
+void register_top(CLI::App& app) {
+  auto o = std::make_shared<TopOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "top", "Processes ranked by RSS drift (approximate - precise)");
+  add_query_options(*sub, o->query);
+  add_window_options(*sub, o->since, o->until);
+  sub->add_option("--sort", o->sort,
+                  "drift (largest |drift|), ratio (drift / the kernel's "
+                  "bound) or rss")
+      ->check(CLI::IsMember({"drift", "ratio", "rss"}))
+      ->capture_default_str();
+  sub->add_option("-n", o->limit, "Processes shown")->capture_default_str();
+  sub->callback([o] { run(*o); });
+}
+
+}  // namespace rssaudit::cli

@@ -1,0 +1,335 @@
+// `rssaudit top | show | history | export` over a history database built
+// here with the daemon's writer, run as a user runs them.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/scheme_set.h"
+#include "daemon/store.h"
+#include "tests/support/run_command.h"
+
+namespace rssaudit {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+using testing::slurp;
+
+const std::string kCli = RSSAUDIT_CLI;
+constexpr int64_t kMinute = 60'000'000'000;
+constexpr int kSamples = 5;  // per process, one a minute
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+// Two runs of the daemon in the last hour: "big drifter" (a comm with a
+// space) drifts most; pid 100 is reused by "other" in run 2 with another
+// start time; two processes are named "worker".
+class QueryCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string templ = fs::temp_directory_path() / "rssaudit-query-XXXXXX";
+    dir_ = new fs::path(mkdtemp(templ.data()));
+    db_ = new std::string(*dir_ / "history.db");
+    auto opened = Store::open(*db_, {});
+    ASSERT_TRUE(opened.ok()) << opened.status.message;
+    Store& s = *opened.value;
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const int64_t t0 = now - 40 * kMinute;
+    RunInfo run{.host = "testhost",
+                .kernel_release = "6.1.0-test",
+                .nr_cpus = 8,
+                .batch = 64,
+                .page_size = 4096,
+                .rssaudit_version = "0.1.0",
+                .started_ns = t0};
+    s.begin_run(run);
+    add(s, s.upsert_process({100, 1000}, "big drifter", "/a", t0), t0, 25600,
+        400, true);
+    add(s, s.upsert_process({200, 2000}, "worker", "/b", t0), t0, 2560, -20,
+        false);
+    add(s, s.upsert_process({300, 3000}, "quiet", "/c", t0), t0, 256, 0, false);
+    s.end_run(t0 + 10 * kMinute);
+    ASSERT_TRUE(s.flush().ok());  // the store keeps one run in memory
+    run.started_ns = t0 + 15 * kMinute;
+    s.begin_run(run);
+    const int64_t t1 = t0 + 20 * kMinute;
+    add(s, s.upsert_process({100, 5000}, "other", "/a", t1), t1, 512, 50,
+        false);
+    add(s, s.upsert_process({400, 4000}, "worker", "/b", t1), t1, 1024, 10,
+        false);
+    ASSERT_TRUE(s.flush().ok());
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete db_;
+  }
+
+  // kSamples samples a minute apart from `t`, drift growing to `drift`
+  // pages; with model errors of every scheme when `models`.
+  static void add(Store& s, int64_t process, int64_t t, int64_t anon,
+                  int64_t drift, bool models) {
+    for (int i = 1; i <= kSamples; ++i) {
+      const int64_t time = t + i * kMinute;
+      const int64_t d = drift * i / kSamples;
+      SampleRow r;
+      r.process_id = process;
+      r.time_ns = time;
+      r.approximate = {100, anon + d, 0, 10};
+      r.stat_rss = 110 + anon + d;
+      r.precise = {100, anon, 0, 10};
+      r.statm_resident = 110 + anon;
+      r.exact = {100, anon, 0, 10};
+      r.walk = {std::nullopt, anon - 1, 0, std::nullopt};
+      r.walk_rss = 109 + anon;
+      r.vm_hwm = 110 + anon;
+      r.true_peak = 120 + anon;
+      r.threads = 3;
+      s.add_sample(r);
+      if (!models) continue;
+      for (size_t k = 0; k < SchemeSet::kCount; ++k)
+        s.add_model_error({.process_id = process,
+                           .start_ns = time - kMinute,
+                           .end_ns = time,
+                           .scheme = k,
+                           .largest_error = int64_t(k * 7 + i),
+                           .bound = k == 5 ? std::nullopt
+                                           : std::optional<int64_t>(
+                                                 k == 0 ? 504 : 64 * (k + 1)),
+                           .shared_updates = 10,
+                           .bytes_per_mm = 64});
+    }
+  }
+
+  static std::string cli(const std::string& args) {
+    return kCli + " " + args + " --db " + *db_;
+  }
+
+  static fs::path* dir_;
+  static std::string* db_;
+};
+
+fs::path* QueryCli::dir_ = nullptr;
+std::string* QueryCli::db_ = nullptr;
+
+TEST_F(QueryCli, TopRanksByLargestDriftAndFits80Columns) {
+  const auto r = run_command(cli("top --since 1h"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u + 5u) << r.out;
+  for (const std::string& line : lines) EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_NE(lines[1].find("PID"), std::string::npos);
+  EXPECT_NE(lines[2].find("big drifter"), std::string::npos);
+  EXPECT_NE(lines[2].find("+1.6 MiB"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("other"), std::string::npos);
+  EXPECT_NE(lines[4].find("-80 KiB"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[6].find("quiet"), std::string::npos);
+}
+
+TEST_F(QueryCli, TopJsonSortsAndLimits) {
+  const auto r = run_command(cli("top --json --sort rss -n 2"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["processes"].size(), 2u);
+  EXPECT_EQ(j["processes"][0]["comm"], "big drifter");
+  EXPECT_EQ(j["processes"][0]["max_drift_pages"], 400);
+  EXPECT_EQ(j["processes"][0]["samples"], kSamples);
+  EXPECT_EQ(j["processes"][0]["bound_pages"], 504);
+  EXPECT_EQ(j["processes"][1]["comm"], "worker");
+  const auto pages = run_command(cli("top --pages -n 1"));
+  EXPECT_NE(pages.out.find("+400 pg"), std::string::npos) << pages.out;
+}
+
+TEST_F(QueryCli, ShowPutsEverySourceSideBySide) {
+  const auto r = run_command(cli("show 'big drifter' --pages"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* word :
+       {"approx BPF", "stat", "precise", "statm", "exact", "walk", "file",
+        "anon", "swap", "shmem", "VmHWM", "true peak", "upstream", "hpcc",
+        "sync_query", "+400 pg", "79.4%"})
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
+  for (const std::string& line : lines_of(r.out))
+    EXPECT_LE(line.size(), 80u) << line;
+  const auto j =
+      nlohmann::json::parse(run_command(cli("show 'big drifter' --json")).out);
+  EXPECT_EQ(j["sample"]["sources"]["approx"]["anon_pages"], 25600 + 400);
+  EXPECT_EQ(j["sample"]["peak_gap_pages"], 10);
+  EXPECT_EQ(j["model_errors"].size(), SchemeSet::kCount);
+}
+
+TEST_F(QueryCli, ShowOfAReusedPidPicksTheMostRecentAndSaysSo) {
+  const auto r = run_command(cli("show 100"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("'other', run 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("most recent"), std::string::npos) << r.err;
+  const auto older = run_command(cli("show 100 --run 1"));
+  ASSERT_EQ(older.exit_code, 0) << older.err;
+  EXPECT_NE(older.out.find("big drifter"), std::string::npos);
+  EXPECT_TRUE(older.err.empty()) << older.err;
+}
+
+TEST_F(QueryCli, AmbiguousCommListsTheProcessesAndFails) {
+  const auto r = run_command(cli("show worker"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("matches 2 processes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pid     200"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pid     400"), std::string::npos) << r.err;
+  EXPECT_EQ(run_command(cli("show worker --run 2")).exit_code, 0);
+}
+
+TEST_F(QueryCli, HistoryPrintsOneLinePerSample) {
+  const auto r = run_command(cli("history 'big drifter' --since 1h"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex sample_line(R"(^\d\d:\d\d:\d\d .*)");
+  int samples = 0;
+  for (const std::string& line : lines_of(r.out)) {
+    EXPECT_LE(line.size(), 80u) << line;
+    samples += std::regex_match(line, sample_line);
+  }
+  EXPECT_EQ(samples, kSamples) << r.out;
+  EXPECT_NE(r.out.find("upstrm"), std::string::npos);
+  const auto j = nlohmann::json::parse(
+      run_command(cli("history 'big drifter' --json")).out);
+  ASSERT_EQ(j["samples"].size(), size_t{kSamples});
+  EXPECT_EQ(j["samples"][4]["drift_pages"], 400);
+  EXPECT_EQ(j["samples"][4]["largest_error_pages"]["hpcc"], 7 + 5);
+}
+
+TEST_F(QueryCli, UnknownProcessIsOneLineAndExitOne) {
+  for (const char* which : {"999", "nosuchcomm"}) {
+    const auto r = run_command(cli(std::string("show ") + which));
+    EXPECT_EQ(r.exit_code, 1) << which;
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(which), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(QueryCli, MissingDatabaseNamesThePath) {
+  const std::string missing = (*dir_ / "absent.db").string();
+  for (const char* sub :
+       {"top", "show 1", "history 1", "export --format csv"}) {
+    const auto r = run_command(kCli + " " + sub + " --db " + missing);
+    EXPECT_EQ(r.exit_code, 1) << sub;
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is rssauditd running?"), std::string::npos);
+  }
+}
+
+TEST_F(QueryCli, BadArgumentsAreUsageErrors) {
+  for (const char* args :
+       {"top --since 5x", "top --until yesterday", "top --since 1h --until 2h",
+        "top --sort size", "top --pages --bytes", "history 100 --since -1h",
+        "show", "export --format xml", "export --format html"}) {
+    const auto r = run_command(cli(args));
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_FALSE(r.err.empty()) << args;
+  }
+}
+
+TEST_F(QueryCli, CsvExportHasTheHeaderAndOneRowPerSample) {
+  const auto r = run_command(cli("export --format csv --since 24h"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u + 5 * kSamples);
+  EXPECT_EQ(lines[0].rfind("time_ns,time_utc,run_id,process_id,pid,", 0), 0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find(",drift,drift_bytes"), std::string::npos);
+  EXPECT_NE(r.out.find(",big drifter,"), std::string::npos);
+  // Through -o as well, with only the header outside the window.
+  const fs::path file = *dir_ / "empty.csv";
+  ASSERT_EQ(run_command(cli("export --format csv --since 2000-01-01\\ 00:00 "
+                            "--until 2000-01-02\\ 00:00 -o " +
+                            file.string()))
+                .exit_code,
+            0);
+  EXPECT_EQ(lines_of(slurp(file)).size(), 1u);
+}
+
+TEST_F(QueryCli, JsonExportParses) {
+  const auto r = run_command(cli("export --format json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["samples"].size(), size_t{5 * kSamples});
+  EXPECT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["processes"].size(), 5u);
+  EXPECT_EQ(j["model_errors"].size(), kSamples * SchemeSet::kCount);
+  EXPECT_TRUE(j["samples"][0]["walk_file"].is_null());
+}
+
+// The report, written once for the tests below.
+std::string html_report(const std::string& cli_args, const fs::path& file) {
+  const auto r = run_command(cli_args + " -o " + file.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return slurp(file);
+}
+
+TEST_F(QueryCli, HtmlExportIsSelfContainedWithSvgPlots) {
+  const std::string html =
+      html_report(cli("export --format html"), *dir_ / "report.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_GE(count_of(html, "<svg"), 2u);
+  EXPECT_NE(html.find("<polyline"), std::string::npos);
+  EXPECT_NE(html.find("<table>"), std::string::npos);
+  EXPECT_NE(html.find("big drifter"), std::string::npos);
+  const std::regex external(R"((src|href)\s*=\s*["']?\s*(https?:)?//)",
+                            std::regex::icase);
+  EXPECT_FALSE(std::regex_search(html, external));
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+}
+
+TEST_F(QueryCli, HtmlReportRendersInHeadlessChromium) {
+  const fs::path chromium = "/usr/bin/chromium";
+  if (!fs::exists(chromium))
+    GTEST_SKIP() << chromium << " is missing (Debian package chromium)";
+  const fs::path report = *dir_ / "chromium-report.html";
+  html_report(cli("export --format html"), report);
+  const fs::path profile = *dir_ / "chromium-profile";
+  const fs::path screenshot =
+      fs::path(RSSAUDIT_BUILD_DIR) / "report-screenshot.png";
+  fs::remove(screenshot);
+  const std::string flags =
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+      " --disable-background-networking --disable-component-update"
+      " --disable-sync --user-data-dir=" +
+      profile.string() + " ";
+  const auto shot = run_command(
+      chromium.string() + flags + "--screenshot=" + screenshot.string() +
+      " --window-size=1200,1600 file://" + report.string());
+  ASSERT_EQ(shot.exit_code, 0) << shot.err;
+  ASSERT_TRUE(fs::exists(screenshot)) << shot.err;
+  EXPECT_GT(fs::file_size(screenshot), 20'000u);
+  const auto dom = run_command(chromium.string() + flags +
+                               "--dump-dom file://" + report.string());
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  EXPECT_GE(count_of(dom.out, "<svg"), 2u) << dom.out.substr(0, 500);
+  EXPECT_NE(dom.out.find("<polyline"), std::string::npos);
+  EXPECT_NE(dom.out.find("big drifter"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rssaudit
