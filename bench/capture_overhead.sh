@@ -3,17 +3,20 @@
 # munmap, pinned to CPU 0; ~1 rss_stat update per page), interleaved in one
 # run: no tracer, rssauditd attached (on CPU 1), and the bpftrace one-liner.
 # Prints median ns per page for each, the added ns per event and ratios, and
-# the BPF programs' own ns per event from kernel.bpf_stats_enabled.
+# the BPF programs' own ns per event from kernel.bpf_stats_enabled, with the
+# event rate and drops of that run.
 # Usage (root): bench/capture_overhead.sh BUILD_DIR [ROUNDS]
+# RSSAUDITD=path measures another daemon build (before/after comparisons).
 set -euo pipefail
 build=${1:?usage: capture_overhead.sh BUILD_DIR [ROUNDS]}
 rounds=${2:-7}
 loop="$build/bench/fault_loop"
-daemon="$build/daemon/rssauditd"
+daemon="${RSSAUDITD:-$build/daemon/rssauditd}"
 mountpoint -q /sys/kernel/tracing ||
   mount -t tracefs nodev /sys/kernel/tracing
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled=0' EXIT
+# Other captures (a test's daemon, a tracer) tax every fault of the loop too.
+foreign=$(bpftool prog show | grep -c 'name on_rss_stat' || true)
+echo "foreign on_rss_stat programs attached: $foreign"
 
 run_with() {  # $1: none | rssauditd | bpftrace; prints ns/page
   local pid=""
@@ -43,11 +46,14 @@ for mode in none rssauditd bpftrace; do
            mode, m, m - b, m / b }'
 done
 
-# The BPF side alone: run time per invocation of each capture program.
+# The BPF side alone: run time per invocation of each capture program. Only
+# here: the statistics add two clock reads to every program run.
+sysctl -qw kernel.bpf_stats_enabled=1
+trap 'sysctl -qw kernel.bpf_stats_enabled=0' EXIT
 taskset -c 1 "$daemon" >/tmp/rssaudit-bench-daemon.log 2>&1 &
 pid=$!
 sleep 1
-"$loop" 5 0 >/dev/null
+ns=$("$loop" 20 0)
 bpftool prog show --json | python3 -c '
 import json, sys
 for p in json.load(sys.stdin):
@@ -55,4 +61,6 @@ for p in json.load(sys.stdin):
         print("bpf %-24s %10d runs %7.1f ns/run" %
               (p["name"], p["run_cnt"], p["run_time_ns"] / p["run_cnt"]))'
 kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-grep -o 'drops=[0-9]*' /tmp/rssaudit-bench-daemon.log | tail -1
+sysctl -qw kernel.bpf_stats_enabled=0
+awk -v ns="$ns" -v d="$(grep -o 'drops=[0-9]*' /tmp/rssaudit-bench-daemon.log |
+  tail -1)" 'BEGIN { printf "rate %.0f events/s on CPU 0, %s\n", 1e9 / ns, d }'

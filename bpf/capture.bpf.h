@@ -22,12 +22,9 @@
 #define RSSAUDIT_ZERO
 #endif
 
-/* Per-task state: page faults since the task's last update of its own mm,
- * and the mm it last ran (for the old mm of an exec). */
+/* Per-task state: the mm the task last ran, for the old mm of an exec. */
 struct task_state {
   __u64 mm;
-  __u32 faults;
-  __u32 pad;
 };
 
 RSSAUDIT_SHARED struct {
@@ -48,7 +45,6 @@ RSSAUDIT_SHARED struct {
   __type(value, struct task_state);
 } task_states SEC(".maps");
 
-/* Set by user space before load. */
 /* Set by user space before load (an initializer keeps them in .rodata). */
 RSSAUDIT_SHARED const volatile __u32 self_tgid RSSAUDIT_ZERO;   /* auditor */
 RSSAUDIT_SHARED const volatile __u32 target_tgid RSSAUDIT_ZERO; /* 0 = all */

@@ -26,6 +26,8 @@ enum {
   RSS_EVF_CREATING = 1 << 1,
   /* sched_process_exit: the last thread of the group. */
   RSS_EVF_GROUP_DEAD = 1 << 2,
+  /* UPDATE by the owner inside one of its user page faults. */
+  RSS_EVF_IN_FAULT = 1 << 3,
 };
 
 struct rss_event {
@@ -38,8 +40,9 @@ struct rss_event {
   __s32 slot;    /* UPDATE: this CPU's slot of the counter after the add */
   __u32 span_ns; /* end - start: `aux` and `slot` were read in between */
   __u16 cpu;
-  __u16 faults; /* user page faults of the task since its last update
-                   of its own mm, saturating */
+  __u16 faults; /* UPDATE by the owner: the task's page faults so far
+                   (min_flt + maj_flt, plus a user fault in progress), mod
+                   2^16; user space differences them per task */
   __u8 kind;    /* enum rss_event_kind */
   __u8 member;  /* UPDATE: MM_FILEPAGES..MM_SHMEMPAGES */
   __u8 flags;   /* RSS_EVF_* */

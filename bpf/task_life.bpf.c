@@ -28,7 +28,8 @@ int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
 }
 
 /* Fires after the switch to the new mm; the old one is known only if this
- * task was seen before (created or faulting under the capture). */
+ * task was created under the capture (the daemon knows other tasks' mm from
+ * their updates). */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_sched_process_exec, struct task_struct* task, pid_t old_pid,
              struct linux_binprm* bprm) {

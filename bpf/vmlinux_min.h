@@ -81,6 +81,15 @@ struct task_struct {
   struct mm_struct* mm;
   pid_t pid;
   pid_t tgid;
+  unsigned long min_flt;
+  unsigned long maj_flt;
+  unsigned int in_user_fault : 1; /* CONFIG_MEMCG */
+} __attribute__((preserve_access_index));
+
+/* A kernel struct that starts with an int: bpf_rdonly_cast() casts only to
+ * structs (a35b9af4ec2c, 6.2), and a per-CPU slot is a bare s32. */
+struct refcount_struct {
+  atomic_t refs;
 } __attribute__((preserve_access_index));
 
 struct linux_binprm;

@@ -17,8 +17,8 @@ namespace {
 
 // The tracepoints the programs attach to, as tp_btf targets.
 constexpr const char* kTracepoints[] = {
-    "rss_stat",           "page_fault_user",    "task_newtask",
-    "sched_process_exec", "sched_process_exit", "exit_mmap",
+    "rss_stat",           "task_newtask", "sched_process_exec",
+    "sched_process_exit", "exit_mmap",
 };
 
 // libbpf's messages while opening/loading, to quote in an error (the
@@ -173,13 +173,20 @@ BpfCapture::~BpfCapture() {
   rssaudit_bpf__destroy(skel_);
 }
 
-int BpfCapture::consume() { return ring_buffer__consume(ring_); }
+int BpfCapture::consume() {
+  handled_ = 0;
+  const int n = ring_buffer__consume(ring_);
+  // The stop at kMaxPerPoll comes back as an error: it is not one.
+  return n < 0 && handled_ == kMaxPerPoll ? static_cast<int>(handled_) : n;
+}
 
 int BpfCapture::on_sample(void* ctx, void* data, size_t size) {
   auto* self = static_cast<BpfCapture*>(ctx);
   if (size < sizeof(rss_event)) return 0;  // cannot happen: one record type
   self->handler_(self->handler_ctx_, *static_cast<const rss_event*>(data));
-  return 0;
+  // Producers can outpace one drain: stop so the loop serves its timers and
+  // signals, and come back on the next poll (libbpf keeps the position).
+  return ++self->handled_ == kMaxPerPoll ? -EAGAIN : 0;
 }
 
 uint64_t BpfCapture::drops() const {

@@ -57,8 +57,9 @@ class BpfCapture {
   BpfCapture& operator=(const BpfCapture&) = delete;
   ~BpfCapture();
 
-  // Hands every record in the ring buffer to `fn(const rss_event&)`, in ring
-  // order, without blocking; returns how many, or a negative errno. No
+  // Hands the records in the ring buffer, at most kMaxPerPoll, to
+  // `fn(const rss_event&)`, in ring order, without blocking; returns how
+  // many, or a negative errno. No
   // allocation, no syscall beyond the consumer position update.
   template <class Fn>
   int poll(Fn&& fn) {
@@ -69,8 +70,8 @@ class BpfCapture {
     return consume();
   }
 
-  // Records lost because the ring buffer was full (or a slot unreadable),
-  // summed over CPUs since open.
+  // Records lost because the ring buffer was full, summed over CPUs since
+  // open.
   uint64_t drops() const;
 
   // CPUs the kernel may ever use: the range of rss_event::cpu.
@@ -84,6 +85,8 @@ class BpfCapture {
   rssaudit_bpf* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
   uint32_t possible_cpus_ = 0;
+  static constexpr uint32_t kMaxPerPoll = 1 << 18;
+  uint32_t handled_ = 0;
   mutable std::vector<uint64_t> drop_values_;
   mutable uint64_t last_drops_ = 0;
   void (*handler_)(void*, const rss_event&) = nullptr;

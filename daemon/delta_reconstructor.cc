@@ -63,7 +63,10 @@ void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
 
 void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   ++stats_.events;
-  if (e.span_ns > max_span_ns_) max_span_ns_ = e.span_ns;
+  // Capped at the grace period: one odd record must not make every later
+  // overlap scan walk the whole queue.
+  if (e.span_ns > max_span_ns_)
+    max_span_ns_ = std::min<uint64_t>(e.span_ns, options_.grace_ns);
   if (e.cpu >= options_.nr_cpus) {
     ++stats_.bad_records;
     return;
@@ -77,6 +80,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       on_update(e);
       break;
     case RSS_EV_NEW_TASK: {
+      tasks_.erase(e.tid);  // a reused tid: another task
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
       MmState& st = mm_state(e.mm, !(flags & kCloneVm), e.start_ns);
@@ -86,12 +90,18 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     }
     case RSS_EV_EXEC: {
       mm_state(e.mm, true, e.start_ns);
-      const auto old = mms_.find(static_cast<uint64_t>(e.aux));
-      if (e.aux && old != mms_.end())
+      uint64_t old_mm = static_cast<uint64_t>(e.aux);
+      if (const auto task = tasks_.find(e.tid); task != tasks_.end()) {
+        if (!old_mm) old_mm = task->second.mm;
+        task->second.mm = e.mm;
+      }
+      const auto old = mms_.find(old_mm);
+      if (old_mm && old_mm != e.mm && old != mms_.end())
         push_life(*old->second, LifeKind::kTaskExit, e);
       break;
     }
     case RSS_EV_EXIT:
+      tasks_.erase(e.tid);
       push_life(mm_state(e.mm, false, e.start_ns), LifeKind::kTaskExit, e);
       break;
     case RSS_EV_EXIT_MMAP: {
@@ -123,13 +133,21 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   p.update.task = e.tid;
   p.update.cpu = e.cpu;
   p.update.member = static_cast<uint8_t>(m);
+  const bool in_fault = e.flags & RSS_EVF_IN_FAULT;
   p.update.flags = ((e.flags & RSS_EVF_OWNER) ? kUpdateByOwner : 0) |
-                   (e.faults ? kUpdateInFault : 0);
+                   (in_fault ? kUpdateInFault : 0);
   p.info.end_ns = end_ns(e);
   p.info.kernel_count = e.aux;
   p.info.kernel_slot = e.slot;
   p.info.tgid = e.tgid;
-  p.info.faults = e.faults;
+  if (e.flags & RSS_EVF_OWNER) {
+    const auto [task, first] = tasks_.try_emplace(e.tid);
+    // The fault total wraps at 2^16: the difference is right below that.
+    p.info.faults = first
+                        ? uint16_t{in_fault}
+                        : static_cast<uint16_t>(e.faults - task->second.faults);
+    task->second = TaskState{e.faults, e.mm};
+  }
 
   int64_t delta = 0;
   if (!slot.known || !st.count_known[m]) {

@@ -46,7 +46,9 @@ struct UpdateInfo {
   int64_t kernel_count = 0;  // rss_stat[member].count right after the add
   int32_t kernel_slot = 0;   // this CPU's slot right after the add
   uint32_t tgid = 0;         // of the updating task
-  uint16_t faults = 0;       // user faults of the task since its last update
+  // Page faults of the task since its last update of its own mm, this one's
+  // included (0 when unknown: the task's first update seen, not in a fault).
+  uint16_t faults = 0;
   Fidelity fidelity = Fidelity::kExact;
 };
 
@@ -105,6 +107,12 @@ class DeltaReconstructor {
   size_t live_mms() const { return mms_.size(); }
 
  private:
+  // The fault total (rss_event.faults) of a task at its last update of its
+  // own mm, and that mm: the old mm of an exec the BPF side did not know.
+  struct TaskState {
+    uint16_t faults = 0;
+    uint64_t mm = 0;
+  };
   struct SlotState {
     int32_t value = 0;
     bool known = false;
@@ -157,6 +165,7 @@ class DeltaReconstructor {
   uint64_t watermark_ns_ = 0;
   uint64_t max_span_ns_ = 0;  // longest record window seen
   std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
+  std::unordered_map<uint32_t, TaskState> tasks_;  // by tid
   // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
   // so steady state allocates nothing.
   std::vector<Pending> pending_;

@@ -301,15 +301,58 @@ TEST(DeltaReconstructor, FaultsPrecedeTheUpdateAsLifeEvents) {
   FakeKernel kernel(2);
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
-  rss_event e = kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_OWNER);
-  e.faults = 2;
+  constexpr uint8_t kInFault = RSS_EVF_OWNER | RSS_EVF_IN_FAULT;
+  // The task's first update seen: only the fault in progress is known.
+  rss_event e = kernel.add(0, kAnonPages, 1, 1000, 100, kInFault);
+  e.faults = 0xfffe;
+  r.on_event(e, sink);
+  // A fault that updated nothing, then this one; the total wraps.
+  e = kernel.add(0, kAnonPages, 1, 2000, 100, kInFault);
+  e.faults = 0;
+  r.on_event(e, sink);
+  // Outside a fault (munmap): no fault since the last update.
+  e = kernel.add(0, kAnonPages, -1, 3000, 100, RSS_EVF_OWNER);
+  e.faults = 0;
   r.on_event(e, sink);
   r.flush(sink);
-  ASSERT_EQ(sink.out.size(), 4u);
-  EXPECT_EQ(sink.out[1].life.kind, LifeKind::kFault);
-  EXPECT_EQ(sink.out[2].life.kind, LifeKind::kFault);
-  EXPECT_TRUE(sink.out[3].update.in_fault());
-  EXPECT_TRUE(sink.out[3].update.by_owner());
+  std::vector<int> faults_before;  // kFault events before each update
+  int pending = 0;
+  for (const Recorded& x : sink.out) {
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kFault) {
+      ++pending;
+    } else if (x.kind == Recorded::kUpdate) {
+      faults_before.push_back(pending);
+      EXPECT_EQ(x.info.faults, pending);
+      EXPECT_TRUE(x.update.by_owner());
+      pending = 0;
+    }
+  }
+  EXPECT_EQ(faults_before, (std::vector<int>{1, 2, 0}));
+  const std::vector<Recorded> u = sink.updates();
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_TRUE(u[0].update.in_fault());
+  EXPECT_TRUE(u[1].update.in_fault());
+  EXPECT_FALSE(u[2].update.in_fault());
+}
+
+TEST(DeltaReconstructor, ExecOfATaskSeenOnlyByItsUpdatesLeavesItsMm) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  rss_event e =
+      kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_OWNER | RSS_EVF_IN_FAULT);
+  e.tid = 7;
+  r.on_event(e, sink);
+  r.on_event(life(RSS_EV_EXEC, kMm + 4096, 2000), sink);  // old mm unknown
+  r.flush(sink);
+  int task_exits = 0;
+  for (const Recorded& x : sink.out)
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kTaskExit) {
+      ++task_exits;
+      EXPECT_EQ(x.mm.addr, kMm);
+      EXPECT_EQ(x.life.task, 7u);
+    }
+  EXPECT_EQ(task_exits, 1);
 }
 
 TEST(DeltaReconstructor, CloneVmIsASecondUserButVforkAndForkAreNot) {

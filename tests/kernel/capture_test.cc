@@ -227,6 +227,9 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
         s.info.tgid == uint32_t(pid)) {
       ++faults_of_one_page;
       cpu_used[s.update.cpu] = true;
+      // Its own fault, counted once, even for the child's first update.
+      ASSERT_TRUE(s.update.in_fault()) << "update " << i;
+      ASSERT_EQ(s.info.faults, 1) << "update " << i;
     }
   }
   // One update per 4 KiB page touched (plus a few stack/libc pages).
