@@ -158,19 +158,6 @@ nlohmann::json run_json(const RunSummary& r) {
           {"ended_ns", json_or_null(r.ended_ns)}};
 }
 
-nlohmann::json process_json(const ProcessSummary& p) {
-  return {{"id", p.id},
-          {"run_id", p.run_id},
-          {"pid", p.identity.pid},
-          {"start_ticks", p.identity.start_ticks},
-          {"comm", p.comm},
-          {"cgroup", p.cgroup},
-          {"first_seen_ns", p.first_seen_ns},
-          {"last_seen_ns", p.last_seen_ns},
-          {"exit_ns", json_or_null(p.exit_ns)},
-          {"exit_residue", json_or_null(p.exit_residue)}};
-}
-
 // Streams the samples rather than building one document: a day of a busy
 // host is millions of rows.
 void write_json(std::ostream& out, StoreReader& reader, const Context& c,

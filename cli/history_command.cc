@@ -56,15 +56,11 @@ void run(const HistoryOptions& o) {
       checked(reader->model_errors(p.id, 0, window.until_ns));
   const std::vector<SchemeErrors> errors = errors_at(samples, rows);
   if (o.query.json) {
-    nlohmann::json j = {{"run_id", p.run_id},
-                        {"process_id", p.id},
-                        {"pid", p.identity.pid},
-                        {"start_ticks", p.identity.start_ticks},
-                        {"comm", p.comm},
-                        {"page_size", page_size},
-                        {"since_ns", window.since_ns},
-                        {"until_ns", window.until_ns},
-                        {"samples", nlohmann::json::array()}};
+    nlohmann::json j = process_identity_json(p);
+    j.update(nlohmann::json{{"page_size", page_size},
+                            {"since_ns", window.since_ns},
+                            {"until_ns", window.until_ns},
+                            {"samples", nlohmann::json::array()}});
     for (size_t i = 0; i < samples.size(); ++i) {
       const SampleRow& r = samples[i].row;
       nlohmann::json e = nlohmann::json::object();

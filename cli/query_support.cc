@@ -154,4 +154,23 @@ nlohmann::json json_or_null(const std::optional<int64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+nlohmann::json process_identity_json(const ProcessSummary& p) {
+  return {{"run_id", p.run_id},
+          {"process_id", p.id},
+          {"pid", p.identity.pid},
+          {"start_ticks", p.identity.start_ticks},
+          {"comm", p.comm}};
+}
+
+nlohmann::json process_json(const ProcessSummary& p) {
+  nlohmann::json j = process_identity_json(p);
+  j.update(
+      nlohmann::json{{"cgroup", p.cgroup},
+                     {"first_seen_ns", p.first_seen_ns},
+                     {"last_seen_ns", p.last_seen_ns},
+                     {"exit_ns", json_or_null(p.exit_ns)},
+                     {"exit_residue_pages", json_or_null(p.exit_residue)}});
+  return j;
+}
+
 }  // namespace rssaudit::cli

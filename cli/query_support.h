@@ -92,4 +92,12 @@ std::string printable(std::string comm);
 // A JSON number, or null for a source that was not read.
 nlohmann::json json_or_null(const std::optional<int64_t>& v);
 
+// Which process `p` is, as every JSON output names it: `run_id`,
+// `process_id`, `pid`, `start_ticks`, `comm`.
+nlohmann::json process_identity_json(const ProcessSummary& p);
+
+// The whole process row: process_identity_json() and `cgroup`,
+// `first_seen_ns`, `last_seen_ns`, `exit_ns`, `exit_residue_pages`.
+nlohmann::json process_json(const ProcessSummary& p);
+
 }  // namespace rssaudit::cli

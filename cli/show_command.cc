@@ -50,19 +50,10 @@ std::vector<Sources> sources_of(const SampleRow& r) {
 nlohmann::json json_of(const ProcessSummary& p, int64_t page_size,
                        const std::optional<StoredSample>& sample,
                        const std::vector<ModelErrorRow>& errors) {
-  nlohmann::json j = {{"run_id", p.run_id},
-                      {"process_id", p.id},
-                      {"pid", p.identity.pid},
-                      {"start_ticks", p.identity.start_ticks},
-                      {"comm", p.comm},
-                      {"cgroup", p.cgroup},
-                      {"first_seen_ns", p.first_seen_ns},
-                      {"last_seen_ns", p.last_seen_ns},
-                      {"exit_ns", json_or_null(p.exit_ns)},
-                      {"exit_residue_pages", json_or_null(p.exit_residue)},
-                      {"page_size", page_size},
-                      {"sample", nullptr},
-                      {"model_errors", nlohmann::json::array()}};
+  nlohmann::json j = process_json(p);
+  j.update(nlohmann::json{{"page_size", page_size},
+                          {"sample", nullptr},
+                          {"model_errors", nlohmann::json::array()}});
   if (sample) {
     const SampleRow& r = sample->row;
     nlohmann::json s = {

@@ -20,7 +20,7 @@ namespace rssaudit::cli {
 namespace {
 
 struct SimulateOptions {
-  int64_t cpus = 0;
+  int64_t cpus = -1;  // -1: not given
   std::vector<uint32_t> shape;
   int64_t batch = kHpccDefaultBatch;
   int64_t upstream_batch = 0;  // 0: max(32, 2 * cpus) as the kernel does
@@ -140,7 +140,7 @@ void print_table(const SimulateOptions& o) {
 
 void run(const SimulateOptions& o) {
   if (o.table) return print_table(o);
-  if (o.cpus == 0) throw UsageError("simulate: --cpus N is required");
+  if (o.cpus == -1) throw UsageError("simulate: --cpus N is required");
   const Topology t = make_topology(o, o.cpus);
   WorkloadParams p;
   const auto kind = parse_workload(o.workload);

@@ -34,25 +34,23 @@ nlohmann::json window_json(const ProcessWindow& w) {
     return pages ? nlohmann::json(*pages * w.page_size)
                  : nlohmann::json(nullptr);
   };
-  return {{"run_id", p.run_id},
-          {"process_id", p.id},
-          {"pid", p.identity.pid},
-          {"start_ticks", p.identity.start_ticks},
-          {"comm", p.comm},
-          {"page_size", w.page_size},
-          {"rss_pages", json_or_null(rss)},
-          {"rss_bytes", bytes(rss)},
-          {"drift_pages", json_or_null(w.latest.drift)},
-          {"drift_bytes", bytes(w.latest.drift)},
-          {"max_drift_pages", json_or_null(w.worst_drift)},
-          {"max_drift_bytes", bytes(w.worst_drift)},
-          {"max_drift_ns", w.worst_drift ? nlohmann::json(w.worst_at_ns)
-                                         : nlohmann::json(nullptr)},
-          {"bound_pages", json_or_null(w.bound)},
-          {"drift_to_bound",
-           ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)},
-          {"samples", w.samples},
-          {"last_sample_ns", w.latest.row.time_ns}};
+  nlohmann::json j = process_identity_json(p);
+  j.update(nlohmann::json{
+      {"page_size", w.page_size},
+      {"rss_pages", json_or_null(rss)},
+      {"rss_bytes", bytes(rss)},
+      {"drift_pages", json_or_null(w.latest.drift)},
+      {"drift_bytes", bytes(w.latest.drift)},
+      {"max_drift_pages", json_or_null(w.worst_drift)},
+      {"max_drift_bytes", bytes(w.worst_drift)},
+      {"max_drift_ns",
+       w.worst_drift ? nlohmann::json(w.worst_at_ns) : nlohmann::json(nullptr)},
+      {"bound_pages", json_or_null(w.bound)},
+      {"drift_to_bound",
+       ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)},
+      {"samples", w.samples},
+      {"last_sample_ns", w.latest.row.time_ns}});
+  return j;
 }
 
 void run(const TopOptions& o) {

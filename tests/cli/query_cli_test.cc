@@ -275,6 +275,9 @@ TEST_F(QueryCli, JsonExportParses) {
   EXPECT_EQ(j["samples"].size(), size_t{5 * kSamples});
   EXPECT_EQ(j["runs"].size(), 2u);
   EXPECT_EQ(j["processes"].size(), 5u);
+  // Named as `show --json` names a process.
+  EXPECT_TRUE(j["processes"][0].contains("process_id"));
+  EXPECT_TRUE(j["processes"][0].contains("exit_residue_pages"));
   EXPECT_EQ(j["model_errors"].size(), kSamples * SchemeSet::kCount);
   EXPECT_TRUE(j["samples"][0]["walk_file"].is_null());
 }

@@ -66,6 +66,8 @@ TEST(SimulateCli, BadArgumentsAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_FALSE(r.err.empty()) << args;
   }
+  EXPECT_NE(run_command(kCli + " simulate --cpus 0").err.find("1..65536"),
+            std::string::npos);
   EXPECT_NE(run_command(kCli + " simulate --cpus 384 --shape 8,8")
                 .err.find("below the CPU count 384"),
             std::string::npos);

@@ -12,19 +12,8 @@ namespace {
 
 using Shape = std::vector<uint32_t>;
 
-Update on_cpu(uint32_t cpu, int32_t delta, uint8_t member = kAnonPages) {
-  Update u;
-  u.cpu = cpu;
-  u.delta = delta;
-  u.member = member;
-  return u;
-}
-
-Update by_other(int32_t delta, uint8_t member = kAnonPages) {
-  Update u = on_cpu(0, delta, member);
-  u.flags = 0;
-  return u;
-}
+using testing::remote_update_on;
+using testing::update_on;
 
 constexpr LifeEvent kSecondThread{LifeKind::kSecondUser, 2, 0};
 
@@ -86,17 +75,17 @@ TEST(HpccTree, ThresholdsMultiplyAndItemsDivideByTheFanOuts) {
 
 TEST(HpccTree, CarryRoundsTowardZeroAndKeepsTheRemainder) {
   HpccTree tree = active_tree(Topology::for_cpus(2));  // flat
-  tree.add(on_cpu(0, 20));
-  tree.add(on_cpu(0, 20));  // 40: sends 32, keeps 8
+  tree.add(update_on(0, 20));
+  tree.add(update_on(0, 20));  // 40: sends 32, keeps 8
   EXPECT_EQ(tree.approximate(kAnonPages), 32);
   EXPECT_EQ(tree.residual(0, 0, kAnonPages), 8);
-  tree.add(on_cpu(1, -50));  // sends -32, keeps -18
+  tree.add(update_on(1, -50));  // sends -32, keeps -18
   EXPECT_EQ(tree.approximate(kAnonPages), 0);
   EXPECT_EQ(tree.residual(0, 1, kAnonPages), -18);
-  tree.add(on_cpu(0, 100));  // 108: sends 96, keeps 12
+  tree.add(update_on(0, 100));  // 108: sends 96, keeps 12
   EXPECT_EQ(tree.approximate(kAnonPages), 96);
   EXPECT_EQ(tree.residual(0, 0, kAnonPages), 12);
-  tree.add(on_cpu(1, -1000));  // -1018: sends -992, keeps -26
+  tree.add(update_on(1, -1000));  // -1018: sends -992, keeps -26
   EXPECT_EQ(tree.approximate(kAnonPages), -896);
   EXPECT_EQ(tree.residual(0, 1, kAnonPages), -26);
   EXPECT_EQ(tree.precise(kAnonPages), 20 + 20 - 50 + 100 - 1000);
@@ -105,11 +94,11 @@ TEST(HpccTree, CarryRoundsTowardZeroAndKeepsTheRemainder) {
 
 TEST(HpccTree, ACarryClimbsOnlyWhenTheItemReachesItsThreshold) {
   HpccTree tree = active_tree(Topology::for_cpus(64));  // 16, 4: T1 = 512
-  for (int i = 0; i < 15; ++i) tree.add(on_cpu(0, 32));
+  for (int i = 0; i < 15; ++i) tree.add(update_on(0, 32));
   EXPECT_EQ(tree.residual(1, 0, kAnonPages), 480);
   EXPECT_EQ(tree.approximate(kAnonPages), 0);
   // CPU 4 feeds the same level-1 item as CPU 0 (4 items, interleaved).
-  tree.add(on_cpu(4, 32));
+  tree.add(update_on(4, 32));
   EXPECT_EQ(tree.residual(1, 0, kAnonPages), 0);
   EXPECT_EQ(tree.approximate(kAnonPages), 512);
   EXPECT_EQ(tree.carries_at_level(0), 16u);
@@ -119,15 +108,15 @@ TEST(HpccTree, ACarryClimbsOnlyWhenTheItemReachesItsThreshold) {
 
 TEST(HpccTree, CpusFeedItemsInterleaved) {
   HpccTree tree = active_tree(Topology::for_cpus(128));  // 8, 16: 16 items
-  tree.add(on_cpu(19, 32));
+  tree.add(update_on(19, 32));
   EXPECT_EQ(tree.residual(1, 3, kAnonPages), 32);  // 19 mod 16 = 3
   EXPECT_EQ(tree.residual(1, 4, kAnonPages), 0);
 }
 
 TEST(HpccTree, MembersAreIndependent) {
   HpccTree tree = active_tree(Topology::for_cpus(4));
-  tree.add(on_cpu(3, 40, kFilePages));
-  tree.add(on_cpu(3, 7, kShmemPages));
+  tree.add(update_on(3, 40, kFilePages));
+  tree.add(update_on(3, 7, kShmemPages));
   EXPECT_EQ(tree.approximate(kFilePages), 32);
   EXPECT_EQ(tree.precise(kFilePages), 40);
   EXPECT_EQ(tree.approximate(kShmemPages), 0);
@@ -227,11 +216,11 @@ std::vector<Update> extreme_stream(const HpccTree& tree, uint32_t nr_cpus,
     EXPECT_LE(amount, std::numeric_limits<int32_t>::max());
     const uint64_t fed = std::min<uint64_t>(tree.items(l), nr_cpus);
     for (uint32_t cpu = 0; cpu < fed; ++cpu)
-      out.push_back(on_cpu(cpu, static_cast<int32_t>(sign * amount)));
+      out.push_back(update_on(cpu, static_cast<int32_t>(sign * amount)));
   }
   const int32_t slot = static_cast<int32_t>(tree.threshold(0) - 1);
   for (uint32_t cpu = 0; cpu < nr_cpus; ++cpu)
-    out.push_back(on_cpu(cpu, sign * slot));
+    out.push_back(update_on(cpu, sign * slot));
   return out;
 }
 
@@ -269,13 +258,13 @@ TEST(HpccAdversarialOverride, ErrorReachesTheBoundOnOverriddenShapes) {
 
 TEST(HpccHysteresis, UnitOscillationAtASlotBoundaryCarriesOnce) {
   HpccTree tree = active_tree(Topology::for_cpus(1024));
-  tree.add(on_cpu(5, 31));
-  tree.add(on_cpu(5, 1));  // 32: one carry into level 1
+  tree.add(update_on(5, 31));
+  tree.add(update_on(5, 1));  // 32: one carry into level 1
   ASSERT_EQ(tree.carries_at_level(0), 1u);
   ASSERT_EQ(tree.residual(1, 5, kAnonPages), 32);
   for (int i = 0; i < 5000; ++i) {
-    tree.add(on_cpu(5, -1));
-    tree.add(on_cpu(5, 1));
+    tree.add(update_on(5, -1));
+    tree.add(update_on(5, 1));
   }
   for (int l = 0; l < tree.depth(); ++l)
     EXPECT_EQ(tree.carries_at_level(l), l == 0 ? 1u : 0u) << "level " << l;
@@ -285,12 +274,12 @@ TEST(HpccHysteresis, UnitOscillationAtASlotBoundaryCarriesOnce) {
 
 TEST(HpccHysteresis, OscillationAtAnItemBoundaryDoesNotClimbFurther) {
   HpccTree tree = active_tree(Topology::for_cpus(64));  // T1 = 512
-  for (int i = 0; i < 16; ++i) tree.add(on_cpu(0, 32));
+  for (int i = 0; i < 16; ++i) tree.add(update_on(0, 32));
   ASSERT_EQ(tree.carries_at_level(1), 1u);
   ASSERT_EQ(tree.approximate(kAnonPages), 512);
   for (int i = 0; i < 5000; ++i) {
-    tree.add(on_cpu(0, -32));
-    tree.add(on_cpu(0, 32));
+    tree.add(update_on(0, -32));
+    tree.add(update_on(0, 32));
   }
   EXPECT_EQ(tree.carries_at_level(1), 1u);
   EXPECT_EQ(tree.approximate(kAnonPages), 512);
@@ -319,16 +308,16 @@ TEST(HpccLazy, ExactAndUnallocatedBeforeTheSecondThread) {
 
 TEST(HpccLazy, TheSecondThreadActivatesTheTreeAndKeepsTheBiases) {
   HpccTree tree(Topology::for_cpus(64));
-  tree.add(on_cpu(3, 100));
-  tree.add(by_other(-7));
+  tree.add(update_on(3, 100));
+  tree.add(remote_update_on(0, -7));
   tree.on_event(kSecondThread);
   EXPECT_TRUE(tree.activated());
   EXPECT_EQ(tree.bytes_per_mm(), 96u + 4u * 32u + 64u * 4u);
   EXPECT_EQ(*tree.bound(kAnonPages), 64 * 31 + 4 * 480);
   EXPECT_EQ(tree.approximate(kAnonPages), 93);
   // Owner and other tasks alike now go to the CPU's slot.
-  tree.add(on_cpu(3, 5));
-  tree.add(by_other(-2));
+  tree.add(update_on(3, 5));
+  tree.add(remote_update_on(0, -2));
   EXPECT_EQ(tree.approximate(kAnonPages), 93);
   EXPECT_EQ(tree.residual(0, 3, kAnonPages), 5);
   EXPECT_EQ(tree.residual(0, 0, kAnonPages), -2);

@@ -12,22 +12,15 @@ namespace rssaudit {
 namespace {
 
 using testing::life_event;
-
-Update on_cpu(uint32_t cpu, int32_t delta, uint8_t flags = kUpdateByOwner,
-              uint8_t member = kAnonPages) {
-  return Update{.task = testing::kFirstTid,
-                .cpu = cpu,
-                .delta = delta,
-                .member = member,
-                .flags = flags};
-}
+using testing::remote_update_on;
+using testing::update_on;
 
 TEST(LazyPercpu, SingleThreadIsExactWithoutPerCpuMemory) {
   const Topology big = Topology::for_cpus(65536);
   LazyPercpu s(big);
-  s.add(on_cpu(7, 300));
-  s.add(on_cpu(9, 25, 0));  // remote: the atomic
-  s.add(on_cpu(1, -40, kUpdateByOwner, kFilePages));
+  s.add(update_on(7, 300));
+  s.add(remote_update_on(9, 25));  // the atomic
+  s.add(update_on(1, -40, kFilePages));
   EXPECT_EQ(s.approximate(kAnonPages), 325);
   EXPECT_EQ(s.precise(kAnonPages), 325);
   EXPECT_EQ(s.approximate(kFilePages), -40);
@@ -50,9 +43,9 @@ TEST(LazyPercpu, OtherEventsDoNotUpgrade) {
 TEST(LazyPercpu, SecondThreadSeedsAPercpuCounterWithTheValueSoFar) {
   const Topology t = Topology::for_cpus(384);
   LazyPercpu s(t);
-  s.add(on_cpu(3, 1000));
-  s.add(on_cpu(4, 5, 0));
-  s.add(on_cpu(5, 2, 0, kSwapEnts));
+  s.add(update_on(3, 1000));
+  s.add(remote_update_on(4, 5));
+  s.add(remote_update_on(5, 2, kSwapEnts));
   s.on_event(life_event(LifeKind::kSecondUser));
   ASSERT_NE(s.upstream(), nullptr);
   EXPECT_EQ(s.approximate(kAnonPages), 1005);
@@ -64,7 +57,7 @@ TEST(LazyPercpu, SecondThreadSeedsAPercpuCounterWithTheValueSoFar) {
   EXPECT_EQ(s.shared_updates(), 2u);  // seeding is not an update
   EXPECT_EQ(s.bytes_per_mm(), 64u + UpstreamPercpu(t).bytes_per_mm());
   // Now a small add stays in the slot, as upstream does.
-  s.add(on_cpu(3, 1));
+  s.add(update_on(3, 1));
   EXPECT_EQ(s.approximate(kAnonPages), 1005);
   EXPECT_EQ(s.precise(kAnonPages), 1006);
 }
@@ -73,7 +66,7 @@ TEST(LazyPercpu, ALaterThreadDoesNotUpgradeAgain) {
   LazyPercpu s(Topology::for_cpus(4));
   s.on_event(life_event(LifeKind::kSecondUser));
   const UpstreamPercpu* first = s.upstream();
-  s.add(on_cpu(2, 9));
+  s.add(update_on(2, 9));
   s.on_event(life_event(LifeKind::kSecondUser));
   EXPECT_EQ(s.upstream(), first);
   EXPECT_EQ(s.upstream()->slot(kAnonPages, 2), 9);

@@ -21,9 +21,6 @@ struct Step {
   LifeEvent event;
 };
 
-inline constexpr uint32_t kFirstTid = 100;  // the mm's first thread
-inline constexpr uint32_t kRemoteTid = 2;   // kswapd, khugepaged, ...
-
 // About n steps on nr_cpus CPUs. One thread runs until a second user appears
 // (within the first half), then `threads` threads. Each page fault is a
 // kFault followed by 0..3 updates from that thread on one CPU; the owner also
@@ -72,7 +69,7 @@ inline std::vector<Step> life_stream(uint64_t seed, size_t n, uint32_t nr_cpus,
     if (p < 50) {
       event(LifeKind::kFault, task, on_cpu);
       for (int i = per_fault(rng); i > 0; --i)
-        update(task, on_cpu, kUpdateByOwner | kUpdateInFault);
+        update(task, on_cpu, kOwnerFault);
     } else if (p < 65) {
       update(task, on_cpu, kUpdateByOwner);
     } else if (p < 85) {

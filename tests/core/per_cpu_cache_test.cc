@@ -9,15 +9,8 @@ namespace rssaudit {
 namespace {
 
 using testing::life_event;
-
-Update on_cpu(uint32_t cpu, int32_t delta, uint8_t flags = kUpdateByOwner,
-              uint8_t member = kAnonPages) {
-  return Update{.task = testing::kFirstTid,
-                .cpu = cpu,
-                .delta = delta,
-                .member = member,
-                .flags = flags};
-}
+using testing::remote_update_on;
+using testing::update_on;
 
 LifeEvent switch_out(uint32_t cpu) {
   return life_event(LifeKind::kCpuSwitch, testing::kFirstTid, cpu);
@@ -25,9 +18,9 @@ LifeEvent switch_out(uint32_t cpu) {
 
 TEST(PerCpuCache, OwnerUpdatesStayInTheCpuCacheUntilItSwitches) {
   PerCpuCache s(Topology::for_cpus(4));
-  s.add(on_cpu(1, 5));
-  s.add(on_cpu(1, 3));
-  s.add(on_cpu(2, 4));
+  s.add(update_on(1, 5));
+  s.add(update_on(1, 3));
+  s.add(update_on(2, 4));
   EXPECT_EQ(s.approximate(kAnonPages), 0);
   EXPECT_EQ(s.precise(kAnonPages), 12);
   EXPECT_EQ(s.cached(kAnonPages, 1), 8);
@@ -44,9 +37,9 @@ TEST(PerCpuCache, OwnerUpdatesStayInTheCpuCacheUntilItSwitches) {
 
 TEST(PerCpuCache, FlushAddsOnlyNonZeroMembers) {
   PerCpuCache s(Topology::for_cpus(2));
-  s.add(on_cpu(0, 6, kUpdateByOwner, kFilePages));
-  s.add(on_cpu(0, -6, kUpdateByOwner, kFilePages));
-  s.add(on_cpu(0, 2, kUpdateByOwner, kShmemPages));
+  s.add(update_on(0, 6, kFilePages));
+  s.add(update_on(0, -6, kFilePages));
+  s.add(update_on(0, 2, kShmemPages));
   s.on_event(switch_out(0));
   EXPECT_EQ(s.approximate(kShmemPages), 2);
   EXPECT_EQ(s.shared_updates(), 1u);
@@ -54,7 +47,7 @@ TEST(PerCpuCache, FlushAddsOnlyNonZeroMembers) {
 
 TEST(PerCpuCache, RemoteUpdatesGoStraightToTheAtomics) {
   PerCpuCache s(Topology::for_cpus(4));
-  s.add(on_cpu(3, 9, 0));
+  s.add(remote_update_on(3, 9));
   EXPECT_EQ(s.approximate(kAnonPages), 9);
   EXPECT_EQ(s.cached(kAnonPages, 3), 0);
   EXPECT_EQ(s.live_cpus(), 0u);
@@ -63,7 +56,7 @@ TEST(PerCpuCache, RemoteUpdatesGoStraightToTheAtomics) {
 
 TEST(PerCpuCache, SwitchOfACpuNotCachingTheMmChangesNothing) {
   PerCpuCache s(Topology::for_cpus(4));
-  s.add(on_cpu(1, 5));
+  s.add(update_on(1, 5));
   s.on_event(switch_out(0));
   EXPECT_EQ(s.approximate(kAnonPages), 0);
   EXPECT_EQ(s.cached(kAnonPages, 1), 5);
@@ -72,14 +65,14 @@ TEST(PerCpuCache, SwitchOfACpuNotCachingTheMmChangesNothing) {
 
 TEST(PerCpuCache, ErrorIsUnboundedWhileTheOwnerKeepsItsCpu) {
   PerCpuCache s(Topology::for_cpus(2));
-  for (int i = 0; i < 1000; ++i) s.add(on_cpu(0, 512));
+  for (int i = 0; i < 1000; ++i) s.add(update_on(0, 512));
   EXPECT_EQ(s.precise(kAnonPages) - s.approximate(kAnonPages), 512000);
   EXPECT_FALSE(s.bound(kAnonPages).has_value());
 }
 
 TEST(PerCpuCache, MmExitFlushesEveryCpu) {
   PerCpuCache s(Topology::for_cpus(8));
-  for (uint32_t cpu = 0; cpu < 8; ++cpu) s.add(on_cpu(cpu, 1 + cpu));
+  for (uint32_t cpu = 0; cpu < 8; ++cpu) s.add(update_on(cpu, 1 + cpu));
   s.on_event(life_event(LifeKind::kMmExit));
   EXPECT_EQ(s.approximate(kAnonPages), 36);
   EXPECT_EQ(s.live_cpus(), 0u);
@@ -88,7 +81,7 @@ TEST(PerCpuCache, MmExitFlushesEveryCpu) {
 
 TEST(PerCpuCache, OtherEventsDoNotFlush) {
   PerCpuCache s(Topology::for_cpus(2));
-  s.add(on_cpu(0, 7));
+  s.add(update_on(0, 7));
   for (LifeKind k : {LifeKind::kFault, LifeKind::kSecondUser,
                      LifeKind::kTaskExit, LifeKind::kRusageQuery})
     s.on_event(life_event(k));

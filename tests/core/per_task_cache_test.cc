@@ -10,12 +10,11 @@ namespace {
 
 using testing::kFirstTid;
 using testing::life_event;
+using testing::update_on;
 
-constexpr uint8_t kOwnerFault = kUpdateByOwner | kUpdateInFault;
-
-Update by(uint32_t task, int32_t delta, uint8_t flags = kOwnerFault,
-          uint8_t member = kAnonPages) {
-  return Update{.task = task, .delta = delta, .member = member, .flags = flags};
+// An update in a page fault of `task`; the CPU does not matter to this scheme.
+Update by(uint32_t task, int32_t delta, uint8_t member = kAnonPages) {
+  return update_on(0, delta, member, testing::kOwnerFault, task);
 }
 
 // One page fault of `task` mapping `pages` anon pages.
@@ -51,8 +50,8 @@ TEST(PerTaskCache, The66thFaultSyncsAsEventsPlusPlusAbove64Dictates) {
 
 TEST(PerTaskCache, UpdatesOutsideTheOwnersFaultPathHitTheAtomics) {
   PerTaskCache s(Topology::for_cpus(2));
-  s.add(by(testing::kRemoteTid, 5, 0));  // reclaim, remote access
-  s.add(by(kFirstTid, -3, kUpdateByOwner, kFilePages));  // zap_pte_range
+  s.add(testing::remote_update_on(0, 5));  // reclaim, remote access
+  s.add(update_on(0, -3, kFilePages, kUpdateByOwner));  // zap_pte_range
   EXPECT_EQ(s.approximate(kAnonPages), 5);
   EXPECT_EQ(s.approximate(kFilePages), -3);
   EXPECT_EQ(s.shared_updates(), 2u);
@@ -63,8 +62,8 @@ TEST(PerTaskCache, SyncAddsOnlyNonZeroMembers) {
   PerTaskCache s(Topology::for_cpus(2));
   s.on_event(life_event(LifeKind::kFault, kFirstTid));
   s.add(by(kFirstTid, 3));
-  s.add(by(kFirstTid, 2, kOwnerFault, kFilePages));
-  s.add(by(kFirstTid, -2, kOwnerFault, kFilePages));
+  s.add(by(kFirstTid, 2, kFilePages));
+  s.add(by(kFirstTid, -2, kFilePages));
   s.on_event(life_event(LifeKind::kTaskExit, kFirstTid));
   EXPECT_EQ(s.approximate(kAnonPages), 3);
   EXPECT_EQ(s.approximate(kFilePages), 0);

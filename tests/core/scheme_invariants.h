@@ -15,6 +15,31 @@
 
 namespace rssaudit::testing {
 
+inline constexpr uint32_t kFirstTid = 100;  // the mm's first thread
+inline constexpr uint32_t kRemoteTid = 2;   // kswapd, khugepaged, ...
+
+inline constexpr uint8_t kOwnerFault = kUpdateByOwner | kUpdateInFault;
+
+// One update of `member` on `cpu`: by default the mm's first thread, in one
+// of its own page faults.
+inline Update update_on(uint32_t cpu, int32_t delta,
+                        uint8_t member = kAnonPages,
+                        uint8_t flags = kOwnerFault,
+                        uint32_t task = kFirstTid) {
+  return Update{.task = task,
+                .cpu = cpu,
+                .delta = delta,
+                .member = member,
+                .flags = flags};
+}
+
+// One update by a task outside the mm (reclaim, remote access): not the
+// owner, not in a fault.
+inline Update remote_update_on(uint32_t cpu, int32_t delta,
+                               uint8_t member = kAnonPages) {
+  return update_on(cpu, delta, member, 0, kRemoteTid);
+}
+
 // A seeded random stream: updates by one owner task on random CPUs, deltas in
 // [-max_delta, max_delta], biased upwards so the counters grow as RSS does.
 inline std::vector<Update> random_stream(uint64_t seed, size_t n,

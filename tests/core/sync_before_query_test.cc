@@ -9,15 +9,12 @@ namespace rssaudit {
 namespace {
 
 using testing::life_event;
-
-Update on_cpu(uint32_t cpu, int32_t delta, uint8_t member = kAnonPages) {
-  return Update{.cpu = cpu, .delta = delta, .member = member};
-}
+using testing::update_on;
 
 TEST(SyncBeforeQuery, MmExitMakesTheCountExact) {
   SyncBeforeQuery s(Topology::for_cpus(4));
-  s.add(on_cpu(0, 20));
-  s.add(on_cpu(3, -7, kFilePages));
+  s.add(update_on(0, 20));
+  s.add(update_on(3, -7, kFilePages));
   EXPECT_EQ(s.approximate(kAnonPages), 0);
   s.on_event(life_event(LifeKind::kMmExit));
   EXPECT_EQ(s.approximate(kAnonPages), 20);
@@ -28,7 +25,7 @@ TEST(SyncBeforeQuery, MmExitMakesTheCountExact) {
 
 TEST(SyncBeforeQuery, RusageQueryMakesTheCountExact) {
   SyncBeforeQuery s(Topology::for_cpus(4));
-  s.add(on_cpu(2, 31));
+  s.add(update_on(2, 31));
   s.on_event(life_event(LifeKind::kRusageQuery));
   EXPECT_EQ(s.approximate(kAnonPages), 31);
   EXPECT_EQ(s.upstream().slot(kAnonPages, 2), 0);
@@ -36,7 +33,7 @@ TEST(SyncBeforeQuery, RusageQueryMakesTheCountExact) {
 
 TEST(SyncBeforeQuery, OtherEventsDoNotFold) {
   SyncBeforeQuery s(Topology::for_cpus(4));
-  s.add(on_cpu(2, 31));
+  s.add(update_on(2, 31));
   for (LifeKind k : {LifeKind::kFault, LifeKind::kSecondUser,
                      LifeKind::kTaskExit, LifeKind::kCpuSwitch})
     s.on_event(life_event(k, testing::kFirstTid, 2));
