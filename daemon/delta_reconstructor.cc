@@ -200,11 +200,17 @@ void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns) {
     // Records are in reservation order and each spans at most max_span_ns_,
     // so every record before one that ended max_span_ns_ before `since`
     // ended before it too.
-    if (p.end_ns + max_span_ns_ < since_ns) break;
+    if (p.end_ns + max_span_ns_ + kLateSlackNs < since_ns) break;
     if (p.type != Pending::Type::kUpdate || !p.fold || p.mm != fold.mm ||
         p.update.member != fold.update.member ||
-        p.update.cpu == fold.update.cpu || p.end_ns < since_ns)
+        p.update.cpu == fold.update.cpu)
       continue;
+    // Another task's fold may have landed before its record started by up
+    // to an interrupt's length (the add re-enables interrupts before the
+    // tracepoint): near misses between tasks are flagged too. One task's
+    // records cannot overlap its own.
+    const uint64_t slack = p.update.task == fold.update.task ? 0 : kLateSlackNs;
+    if (p.end_ns + slack < since_ns) continue;
     // p reserved before fold, so p started before fold ended: overlap.
     if (p.info.fidelity != Fidelity::kNoBaseline)
       p.info.fidelity = Fidelity::kAmbiguous;
