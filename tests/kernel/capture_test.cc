@@ -23,6 +23,8 @@
 #include "core/upstream_percpu.h"
 #include "daemon/bpf_capture.h"
 #include "daemon/delta_reconstructor.h"
+#include "daemon/sampler.h"
+#include "tests/kernel/capture_support.h"
 
 namespace rssaudit {
 namespace {
@@ -31,12 +33,6 @@ constexpr size_t kRegion = size_t{16} << 20;
 constexpr size_t kPage = 4096;
 constexpr uint64_t kCloneVm = 0x00000100;
 constexpr uint64_t kCloneVfork = 0x00004000;
-
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 void pin_to(int cpu) {
   cpu_set_t set;
@@ -95,13 +91,10 @@ class Recorder : public ReconstructorSink {
 class CaptureTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
-    BpfCapture::OpenResult r = BpfCapture::open(CaptureOptions{});
-    if (!r.capture) {
-      if (r.unsupported) GTEST_SKIP() << r.error;
-      FAIL() << r.error;
-    }
-    capture_ = std::move(r.capture);
+    testing::TestCapture t = testing::open_test_capture();
+    if (!t.skip.empty()) GTEST_SKIP() << t.skip;
+    if (!t.capture) FAIL() << t.error;
+    capture_ = std::move(t.capture);
     ReconstructorOptions o;
     o.nr_cpus = capture_->possible_cpus();
     o.batch = upstream_rss_batch(std::thread::hardware_concurrency());

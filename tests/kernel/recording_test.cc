@@ -15,16 +15,12 @@
 
 #include "daemon/audit_pipeline.h"
 #include "daemon/bpf_capture.h"
+#include "daemon/sampler.h"
+#include "tests/kernel/capture_support.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {
 namespace {
-
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // A child that faults `mib` MiB one page at a time, hopping CPUs, and exits.
 pid_t spawn_fault_loop(size_t mib) {
@@ -58,13 +54,10 @@ std::filesystem::path temp_file(const char* name) {
 class RecordingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
-    BpfCapture::OpenResult r = BpfCapture::open(CaptureOptions{});
-    if (!r.capture) {
-      if (r.unsupported) GTEST_SKIP() << r.error;
-      FAIL() << r.error;
-    }
-    capture_ = std::move(r.capture);
+    testing::TestCapture t = testing::open_test_capture();
+    if (!t.skip.empty()) GTEST_SKIP() << t.skip;
+    if (!t.capture) FAIL() << t.error;
+    capture_ = std::move(t.capture);
   }
   std::unique_ptr<BpfCapture> capture_;
 };

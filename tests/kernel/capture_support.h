@@ -1,0 +1,32 @@
+// What the root-only tests share: opening the capture programs, or the
+// reason a test must skip (no root, a kernel without the features).
+#pragma once
+
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "daemon/bpf_capture.h"
+
+namespace rssaudit::testing {
+
+struct TestCapture {
+  std::unique_ptr<BpfCapture> capture;
+  std::string skip;   // non-empty: the capability that is missing
+  std::string error;  // non-empty: loading failed for another reason
+};
+
+inline TestCapture open_test_capture() {
+  TestCapture t;
+  if (geteuid() != 0) {
+    t.skip = "needs root (CAP_BPF, CAP_PERFMON)";
+    return t;
+  }
+  BpfCapture::OpenResult r = BpfCapture::open(CaptureOptions{});
+  if (!r.capture) (r.unsupported ? t.skip : t.error) = r.error;
+  t.capture = std::move(r.capture);
+  return t;
+}
+
+}  // namespace rssaudit::testing
