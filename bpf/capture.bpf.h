@@ -51,6 +51,11 @@ RSSAUDIT_SHARED const volatile __u32 target_tgid RSSAUDIT_ZERO; /* 0 = all */
 /* Learned from the first update a process makes to its own mm. */
 RSSAUDIT_SHARED __u64 self_mm RSSAUDIT_ZERO;
 RSSAUDIT_SHARED __u64 target_mm RSSAUDIT_ZERO;
+/* Set when a record could not be reserved; the next reservation takes it
+ * and flags its record RSS_EVF_AFTER_LOSS, so the loss has a place in the
+ * stream. Taken before reserving: the flagged record is then always after
+ * the failure. One load per record when nothing was lost. */
+RSSAUDIT_SHARED __u32 loss_pending RSSAUDIT_ZERO;
 
 static __always_inline void count_drop(void) {
   __u32 zero = 0;
@@ -73,9 +78,15 @@ static __always_inline bool mm_wanted(__u64 mm, __u32 tgid, bool owner) {
 static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
                                                        __u32 tid, __u32 tgid,
                                                        __u64 start_ns) {
+  __u8 after_loss = 0;
+  if (loss_pending) {
+    loss_pending = 0;
+    after_loss = RSS_EVF_AFTER_LOSS;
+  }
   struct rss_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
     count_drop();
+    loss_pending = 1;
     return 0;
   }
   e->mm = mm;
@@ -89,7 +100,7 @@ static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
   e->faults = 0;
   e->kind = kind;
   e->member = 0;
-  e->flags = 0;
+  e->flags = after_loss;
   e->pad = 0;
   return e;
 }

@@ -137,10 +137,10 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
      * CONFIG_MEMCG); without it no update is known to be in a fault. */
     bool in_fault = bpf_core_field_exists(cur->in_user_fault) &&
                     BPF_CORE_READ_BITFIELD(cur, in_user_fault);
-    e->flags = RSS_EVF_OWNER | (in_fault ? RSS_EVF_IN_FAULT : 0);
+    e->flags |= RSS_EVF_OWNER | (in_fault ? RSS_EVF_IN_FAULT : 0);
     e->faults = faults_so_far(cur, in_fault);
   } else if (mm_creating(mm, cur)) {
-    e->flags = RSS_EVF_CREATING;
+    e->flags |= RSS_EVF_CREATING;
   }
   e->aux = pc->count;
   e->slot = read_slot(pc, offset);

@@ -1,5 +1,18 @@
 /* The life-cycle records of tasks and mms: new task (with its clone flags),
- * exec, exit, and exit_mmap. */
+ * exec, exit, and exit_mmap.
+ *
+ * Two life events of core/update.h are not captured live, on purpose:
+ * - kCpuSwitch (the per_cpu model folds a CPU's cache when it switches mm)
+ *   would need sched_switch, which runs on every context switch of the
+ *   host, RSS activity or not: each attached program costs ~100 ns per run
+ *   here, paid by every process, to serve one model. Live, the per_cpu
+ *   model therefore keeps each CPU's cache until exit, so its error is the
+ *   largest the scheme could show (as if no switch happened in between).
+ * - kRusageQuery (the sync_query model folds before rusage/taskstats is
+ *   read) has no tracepoint: getrusage, wait4 and taskstats readers could
+ *   only be hooked by kprobes or fentry, which do not load here
+ *   (KERNEL.md). Live, sync_query folds at exit only.
+ * Simulations and workloads still produce both. */
 #include "capture.bpf.h"
 
 static __always_inline struct rss_event* task_event(__u8 kind,
@@ -55,7 +68,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
   if (!mm) return 0;
   struct rss_event* e = task_event(RSS_EV_EXIT, task, mm);
   if (!e) return 0;
-  e->flags = group_dead ? RSS_EVF_GROUP_DEAD : 0;
+  e->flags |= group_dead ? RSS_EVF_GROUP_DEAD : 0;
   event_submit(e);
   return 0;
 }

@@ -8,7 +8,7 @@ namespace rssaudit {
 void rank_by_drift(std::vector<MmSummary>& mms) {
   auto key = [](const MmSummary& m) {
     const int64_t d = m.drift() < 0 ? -m.drift() : m.drift();
-    return std::tuple(m.from_zero, d, m.updates);
+    return std::tuple(m.absolute, d, m.updates);
   };
   std::sort(
       mms.begin(), mms.end(),
@@ -25,10 +25,18 @@ AuditPipeline::LiveMm* AuditPipeline::find(const MmKey& key) {
   return last_ = it->second.get();
 }
 
+const AuditPipeline::LiveMm* AuditPipeline::live(const MmKey& key) const {
+  const auto it = live_.find(key.addr);
+  if (it == live_.end() || !(it->second->summary.key == key)) return nullptr;
+  return it->second.get();
+}
+
 void AuditPipeline::on_mm_created(const MmKey& mm, bool from_zero) {
   auto live = std::make_unique<LiveMm>(topology_);
   live->summary.key = mm;
   live->summary.from_zero = from_zero;
+  live->exact_known.fill(from_zero);
+  live->model_synced = from_zero;
   if (last_ && last_->summary.key.addr == mm.addr) last_ = nullptr;
   live_[mm.addr] = std::move(live);
 }
@@ -43,12 +51,23 @@ void AuditPipeline::on_update(const MmKey& key, const Update& u,
   mm->kernel_count[u.member] = info.kernel_count;
   mm->kernel_count_known[u.member] = true;
   mm->audit.add(u);
+  if (info.fidelity == Fidelity::kNoBaseline) mm->exact_known[u.member] = false;
+  if (!mm->model_synced) {
+    // Resynced or relative: the true peak counts from the baseline, and no
+    // model holds the kernel's per-CPU state, so fidelity is not checked.
+    s.flagged +=
+        info.fidelity != Fidelity::kExact || !mm->exact_known[u.member];
+    if (mm->rss_known()) {
+      const int64_t rss = mm->exact(kFilePages) + mm->exact(kAnonPages) +
+                          mm->exact(kShmemPages);
+      if (rss > mm->peak_since_baseline) mm->peak_since_baseline = rss;
+    }
+    return;
+  }
   if (info.fidelity != Fidelity::kExact) {
     ++s.flagged;
     return;
   }
-  // Only an mm seen from its creation has the kernel's absolute values.
-  if (!s.from_zero) return;
   const bool match = mm->audit.schemes().get<UpstreamPercpu>().approximate(
                          u.member) == info.kernel_count;
   ++s.fidelity_checked;
@@ -61,12 +80,34 @@ void AuditPipeline::on_life(const MmKey& key, const LifeEvent& e) {
   if (LiveMm* mm = find(key)) mm->audit.on_event(e);
 }
 
+void AuditPipeline::on_baseline(const MmKey& key, int member,
+                                std::optional<int64_t> pages) {
+  LiveMm* mm = find(key);
+  if (!mm) return;
+  if (!pages) {
+    // A loss: the models no longer see every update either.
+    mm->exact_known[member] = false;
+    mm->model_synced = false;
+    return;
+  }
+  mm->baseline[member] = *pages - mm->audit.exact(member);
+  mm->exact_known[member] = true;
+  if (mm->rss_known()) {
+    const int64_t rss =
+        mm->exact(kFilePages) + mm->exact(kAnonPages) + mm->exact(kShmemPages);
+    if (rss > mm->peak_since_baseline) mm->peak_since_baseline = rss;
+  }
+}
+
 void AuditPipeline::refresh(LiveMm& mm) {
   MmSummary& s = mm.summary;
-  s.exact_rss = mm.audit.exact_rss();
+  s.absolute = mm.rss_known();
+  s.exact_rss =
+      mm.exact(kFilePages) + mm.exact(kAnonPages) + mm.exact(kShmemPages);
   s.kernel_rss = mm.kernel_count[kFilePages] + mm.kernel_count[kAnonPages] +
                  mm.kernel_count[kShmemPages];
-  s.peak_rss = mm.audit.peak_rss();
+  s.peak_rss =
+      mm.summary.from_zero ? mm.audit.peak_rss() : mm.peak_since_baseline;
   s.largest_error = mm.audit.largest_error();
 }
 

@@ -22,17 +22,23 @@ struct MmSummary {
   MmKey key;
   uint32_t tgid = 0;       // of the first owner update seen
   bool from_zero = false;  // seen from creation: values are absolute
+  // exact_rss and peak_rss are absolute: seen from creation, or resynced
+  // from /proc since the capture started or since its last loss.
+  bool absolute = false;
   bool alive = true;
   uint64_t updates = 0;
-  uint64_t flagged = 0;  // ambiguous, inconsistent or without baseline
+  // Ambiguous, inconsistent or without baseline: the delta is not exact,
+  // or the member's absolute value was unknown at the update.
+  uint64_t flagged = 0;
   // Events at which the upstream model's count was compared with the
   // kernel's, and how many matched (model fidelity).
   uint64_t fidelity_checked = 0;
   uint64_t fidelity_matched = 0;
-  int64_t exact_rss = 0;   // pages, the sum of the stream
+  int64_t exact_rss = 0;   // pages, the sum of the stream (+ baseline)
   int64_t kernel_rss = 0;  // pages, the kernel's approximate count (members
                            // file + anon + shmem) at its last update
-  int64_t peak_rss = 0;    // true peak (running maximum of exact_rss)
+  int64_t peak_rss = 0;    // true peak (running maximum of exact_rss,
+                           // since the baseline when not from_zero)
   std::array<int64_t, SchemeSet::kCount> largest_error{};
 
   int64_t drift() const { return kernel_rss - exact_rss; }
@@ -51,6 +57,19 @@ class AuditPipeline : public ReconstructorSink {
     std::array<int64_t, kMembers> kernel_count{};
     std::array<bool, kMembers> kernel_count_known{};
     MmAudit audit;
+    // The member's exact value is audit.exact(m) + baseline[m], known when
+    // exact_known[m] (from creation, or since a resync).
+    std::array<int64_t, kMembers> baseline{};
+    std::array<bool, kMembers> exact_known{};
+    // The upstream model holds the kernel's state (from creation, no loss
+    // since): fidelity is checked only then.
+    bool model_synced = false;
+    int64_t peak_since_baseline = 0;
+    int64_t exact(int m) const { return audit.exact(m) + baseline[m]; }
+    bool rss_known() const {
+      return exact_known[kFilePages] && exact_known[kAnonPages] &&
+             exact_known[kShmemPages];
+    }
     explicit LiveMm(const Topology& t) : audit(t) {}
   };
 
@@ -62,12 +81,17 @@ class AuditPipeline : public ReconstructorSink {
                  const UpdateInfo& info) override;
   void on_life(const MmKey& mm, const LifeEvent& e) override;
   void on_mm_destroyed(const MmKey& mm) override;
+  void on_baseline(const MmKey& mm, int member,
+                   std::optional<int64_t> pages) override;
 
   // Live mms then finished ones, each as of now.
   std::vector<MmSummary> summaries() const;
   size_t live_mms() const { return live_.size(); }
   uint64_t fidelity_checked() const { return fidelity_checked_; }
   uint64_t fidelity_matched() const { return fidelity_matched_; }
+  // The live mm `key` (its summary not refreshed), or null: not announced
+  // yet, or destroyed. Lets a test see the models' state event by event.
+  const LiveMm* live(const MmKey& key) const;
 
   // f(LiveMm&) for every live mm, its summary refreshed.
   template <class F>

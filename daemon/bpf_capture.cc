@@ -201,4 +201,14 @@ uint64_t BpfCapture::drops() const {
   return sum;
 }
 
+std::optional<double> BpfCapture::bpf_ns_per_event() const {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.on_rss_stat), &info,
+                             &len) != 0 ||
+      info.run_cnt == 0)
+    return std::nullopt;
+  return double(info.run_time_ns) / double(info.run_cnt);
+}
+
 }  // namespace rssaudit

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -73,6 +74,11 @@ class BpfCapture {
   // Records lost because the ring buffer was full, summed over CPUs since
   // open.
   uint64_t drops() const;
+
+  // Mean kernel time of the rss_stat program per run, from the kernel's
+  // own accounting; empty unless kernel.bpf_stats_enabled is on (or was:
+  // the counts are kept). A syscall: call per query, not per event.
+  std::optional<double> bpf_ns_per_event() const;
 
   // CPUs the kernel may ever use: the range of rss_event::cpu.
   uint32_t possible_cpus() const { return possible_cpus_; }

@@ -30,7 +30,10 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
   }
   Pending& p = at(size_++);
   p.type = type;
+  p.seq = pushed_++;
   p.fold = false;
+  p.used_resync = false;
+  p.cancelled = false;
   p.mm = &mm;
   p.end_ns = end_ns;
   p.info = UpdateInfo{};
@@ -47,6 +50,8 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
   st.key = MmKey{addr, next_generation_++};
   st.from_zero = from_zero;
   st.count_known.fill(from_zero);
+  st.synced.fill(from_zero);
+  st.unknown_slots.fill(from_zero ? 0 : options_.nr_cpus);
   st.slots.reset(new SlotState[size_t{options_.nr_cpus} * kMembers]);
   for (size_t i = 0; i < size_t{options_.nr_cpus} * kMembers; ++i)
     st.slots[i].known = from_zero;
@@ -63,6 +68,7 @@ void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
 
 void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   ++stats_.events;
+  if (e.flags & RSS_EVF_AFTER_LOSS) on_loss();
   // Capped at the grace period: one odd record must not make every later
   // overlap scan walk the whole queue.
   if (e.span_ns > max_span_ns_)
@@ -89,6 +95,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       break;
     }
     case RSS_EV_EXEC: {
+      owner_gone(e.tgid, e.start_ns);
       mm_state(e.mm, true, e.start_ns);
       uint64_t old_mm = static_cast<uint64_t>(e.aux);
       if (const auto task = tasks_.find(e.tid); task != tasks_.end()) {
@@ -102,12 +109,17 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     }
     case RSS_EV_EXIT:
       tasks_.erase(e.tid);
+      if (e.flags & RSS_EVF_GROUP_DEAD) owner_gone(e.tgid, e.start_ns);
       push_life(mm_state(e.mm, false, e.start_ns), LifeKind::kTaskExit, e);
       break;
     case RSS_EV_EXIT_MMAP: {
       const auto it = mms_.find(e.mm);
       if (it == mms_.end()) break;  // never updated under the capture
       push_life(*it->second, LifeKind::kMmExit, e);
+      if (const uint32_t owner = it->second->owner_tgid; owner) {
+        const auto o = owned_.find(owner);
+        if (o != owned_.end() && o->second == e.mm) owned_.erase(o);
+      }
       Pending& p = push(Pending::Type::kDestroyed, *it->second, end_ns(e));
       p.dead = std::move(it->second);
       mms_.erase(it);
@@ -125,6 +137,14 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
 void DeltaReconstructor::on_update(const rss_event& e) {
   ++stats_.updates;
   MmState& st = mm_state(e.mm, e.flags & RSS_EVF_CREATING, e.start_ns);
+  check_resync(st, e.start_ns);
+  st.last_end_ns = std::max(st.last_end_ns, end_ns(e));
+  if ((e.flags & RSS_EVF_OWNER) && !st.owner_tgid) {
+    // The first owner's process shows this mm in /proc/PID/status until
+    // it execs or exits (a vfork child updating it comes later).
+    st.owner_tgid = e.tgid;
+    owned_[e.tgid] = e.mm;
+  }
   const int m = e.member;
   SlotState& slot = st.slots[size_t{e.cpu} * kMembers + m];
 
@@ -149,12 +169,30 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     task->second = TaskState{e.faults, e.mm};
   }
 
+  // A resynced member whose one unknown left is this record's: the sum of
+  // the unknowns is that very slot (or `count`).
+  if (st.synced[m] && (!slot.known || !st.count_known[m]) &&
+      st.unknown_slots[m] + !st.count_known[m] == 1) {
+    if (!slot.known) {
+      slot.value = static_cast<int32_t>(st.unknown_sum[m]);
+      slot.known = true;
+      --st.unknown_slots[m];
+    } else {
+      st.count[m] = st.unknown_sum[m];
+      st.count_known[m] = true;
+    }
+    st.unknown_sum[m] = 0;
+    p.used_resync = st.resync_pending;
+  }
   int64_t delta = 0;
   if (!slot.known || !st.count_known[m]) {
-    // Joined mid-life: this event only sets the baseline.
+    // Joined mid-life: this event only sets the baseline of its slot; the
+    // member's value is unknown until a resync.
     p.info.fidelity = Fidelity::kNoBaseline;
+    st.synced[m] = false;
     if (!st.count_known[m] || e.slot == 0) st.count[m] = e.aux;
     st.count_known[m] = true;
+    if (!slot.known) --st.unknown_slots[m];
   } else if (e.slot != 0) {
     // No fold (a fold leaves the slot at zero): the slot moved by delta.
     delta = int64_t{e.slot} - slot.value;
@@ -187,6 +225,135 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   slot.value = e.slot;
   slot.known = true;
   p.update.delta = static_cast<int32_t>(delta);
+}
+
+void DeltaReconstructor::owner_gone(uint32_t tgid, uint64_t start_ns) {
+  const auto it = owned_.find(tgid);
+  if (it == owned_.end()) return;
+  if (const auto mm = mms_.find(it->second); mm != mms_.end()) {
+    check_resync(*mm->second, start_ns);
+    mm->second->owner_tgid = 0;
+  }
+  owned_.erase(it);
+}
+
+void DeltaReconstructor::check_resync(MmState& st, uint64_t start_ns) {
+  // The add precedes its record's start by up to an interrupt's length.
+  if (st.resync_pending && start_ns <= st.resync_read_end_ns + kLateSlackNs)
+    cancel_resync(st);
+}
+
+void DeltaReconstructor::cancel_resync(MmState& st) {
+  ++stats_.resyncs_cancelled;
+  st.resync_pending = false;
+  for (int m = 0; m < kMembers; ++m)
+    if (st.resync_members >> m & 1) st.synced[m] = false;
+  st.next_resync_ns = st.resync_read_end_ns + 100'000'000;
+  const uint64_t head_seq = pushed_ - size_;
+  if (st.resync_seq < head_seq) {
+    // Already emitted (cannot happen while grace_ns exceeds the slack):
+    // take the values back.
+    ++stats_.late_overlaps;
+    Pending& p = push(Pending::Type::kBaseline, st, st.last_end_ns);
+    p.baseline_members = st.resync_members;
+    p.baseline.fill(std::nullopt);
+    return;
+  }
+  for (size_t i = st.resync_seq - head_seq; i < size_; ++i) {
+    Pending& p = at(i);
+    if (p.mm != &st) continue;
+    if (p.type == Pending::Type::kBaseline) p.cancelled = true;
+    if (p.type == Pending::Type::kUpdate && p.used_resync)
+      p.info.fidelity = Fidelity::kNoBaseline;
+  }
+}
+
+ResyncResult DeltaReconstructor::resync(
+    uint64_t addr, uint32_t tgid,
+    const std::array<std::optional<int64_t>, kMembers>& pages,
+    uint64_t read_start_ns, uint64_t read_end_ns) {
+  ++stats_.resyncs_offered;
+  const auto reject = [&](ResyncResult r) {
+    ++stats_.resyncs_rejected;
+    return r;
+  };
+  const auto it = mms_.find(addr);
+  if (it == mms_.end() || !tgid || it->second->owner_tgid != tgid)
+    return reject(ResyncResult::kUnknownMm);
+  MmState& st = *it->second;
+  if (st.resync_pending ||
+      st.last_end_ns + max_span_ns_ + kLateSlackNs >= read_start_ns) {
+    st.next_resync_ns = read_end_ns + 10'000'000;
+    return reject(ResyncResult::kNotQuiet);
+  }
+  std::array<int64_t, kMembers> unknown{};
+  uint8_t members = 0;
+  for (int m = 0; m < kMembers; ++m) {
+    if (st.synced[m] || !pages[m]) continue;
+    int64_t known = st.count_known[m] ? st.count[m] : 0;
+    for (uint32_t c = 0; c < options_.nr_cpus; ++c) {
+      const SlotState& slot = st.slots[size_t{c} * kMembers + m];
+      if (slot.known) known += slot.value;
+    }
+    unknown[m] = *pages[m] - known;
+    const uint32_t unknowns = st.unknown_slots[m] + !st.count_known[m];
+    // Nothing unknown: the stream alone must give the same value. One slot
+    // unknown: it is within (-batch, batch).
+    if ((unknowns == 0 && unknown[m] != 0) ||
+        (unknowns == 1 && st.count_known[m] &&
+         std::llabs(unknown[m]) >= options_.batch)) {
+      st.next_resync_ns = read_end_ns + 100'000'000;
+      return reject(ResyncResult::kInconsistent);
+    }
+    members |= uint8_t(1u << m);
+  }
+  if (!members) return ResyncResult::kNotNeeded;
+  Pending& p = push(Pending::Type::kBaseline, st, read_end_ns);
+  p.baseline_members = members;
+  for (int m = 0; m < kMembers; ++m) {
+    if (!(members >> m & 1)) continue;
+    st.synced[m] = true;
+    st.unknown_sum[m] = unknown[m];
+    p.baseline[m] = pages[m];
+  }
+  st.resync_pending = true;
+  st.resync_seq = p.seq;
+  st.resync_read_end_ns = read_end_ns;
+  st.resync_members = members;
+  return ResyncResult::kOffered;
+}
+
+std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
+    uint64_t now_ns, uint64_t quiet_ns, size_t max) const {
+  std::vector<ResyncCandidate> out;
+  for (const auto& [addr, st] : mms_) {
+    if (out.size() >= max) break;
+    if (!st->owner_tgid || st->resync_pending ||
+        st->last_end_ns + quiet_ns > now_ns || st->next_resync_ns > now_ns)
+      continue;
+    bool all = true;
+    for (int m = 0; m < kMembers; ++m) all &= st->synced[m];
+    if (!all) out.push_back({addr, st->owner_tgid});
+  }
+  return out;
+}
+
+void DeltaReconstructor::on_loss() {
+  ++stats_.losses;
+  for (auto& [addr, ptr] : mms_) {
+    MmState& st = *ptr;
+    if (st.resync_pending) cancel_resync(st);
+    for (size_t i = 0; i < size_t{options_.nr_cpus} * kMembers; ++i)
+      st.slots[i].known = false;
+    st.count_known.fill(false);
+    st.synced.fill(false);
+    st.unknown_slots.fill(options_.nr_cpus);
+    st.unexplained_end.fill(0);
+    st.next_resync_ns = 0;
+    Pending& p = push(Pending::Type::kBaseline, st, st.last_end_ns);
+    p.baseline_members = (1u << kMembers) - 1;
+    p.baseline.fill(std::nullopt);
+  }
 }
 
 // Flags `fold` and every held-back fold of the same counter on another CPU
@@ -279,6 +446,16 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
       break;
     case Pending::Type::kDestroyed:
       sink.on_mm_destroyed(st.key);
+      break;
+    case Pending::Type::kBaseline:
+      if (st.resync_pending && st.resync_seq == p.seq)
+        st.resync_pending = false;  // no later record can overlap its read
+      if (p.cancelled) break;
+      if (p.baseline[0] || p.baseline[1] || p.baseline[2] || p.baseline[3])
+        ++stats_.resyncs_applied;
+      for (int m = 0; m < kMembers; ++m)
+        if (p.baseline_members >> m & 1)
+          sink.on_baseline(st.key, m, p.baseline[m]);
       break;
   }
 }

@@ -10,11 +10,29 @@
 // not yet explained by earlier folds says which, and by how much. Two such
 // events on different CPUs whose [start, end] windows overlap cannot be told
 // apart: both are flagged kAmbiguous, never presented as exact.
+//
+// Absolute values. An mm seen from its creation starts with every counter
+// and slot at 0, so the sum of its deltas is its exact value. An mm that
+// existed before the capture (or any mm after a ring-buffer loss) does not:
+// the slots of CPUs it has not updated on since are unknown, and so is its
+// value. It is resynchronised from a precise value the kernel computes
+// itself, /proc/PID/status (count + every slot, KERNEL.md), read by the
+// daemon (daemon/mm_resync.h) at a moment the stream proves quiescent: no
+// record of the mm, nor an exec or exit of its owner, around the read. Why
+// /proc and not a BPF read of every slot at the mm's first update: it adds
+// nothing to the per-event BPF cost (no per-mm "seen" lookup in the hot
+// path) and needs no per-CPU loop in the verifier, and a quiescent read has
+// no race with an update in flight on another CPU. The price: a busy mm
+// waits for a quiet moment, and on a large machine the first update on a CPU
+// the mm had not used since the baseline, when more than one slot is still
+// unknown, loses the value again until the next quiet moment (the sum of the
+// unknown slots is known, not each of them).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -63,6 +81,14 @@ class ReconstructorSink {
   virtual void on_life(const MmKey& mm, const LifeEvent& event) = 0;
   // After its last update and its kMmExit.
   virtual void on_mm_destroyed(const MmKey& mm) = 0;
+  // The exact value of `member` at this point of the stream: `pages` once
+  // established from a precise source (a resync), nullopt when it stops
+  // being known (a ring-buffer loss). An update flagged kNoBaseline also
+  // means the member's value is unknown from there on.
+  virtual void on_baseline(const MmKey& mm, int member,
+                           std::optional<int64_t> pages) {
+    (void)mm, (void)member, (void)pages;
+  }
 };
 
 struct ReconstructorOptions {
@@ -87,6 +113,25 @@ struct ReconstructorStats {
   uint64_t bad_records = 0;  // cpu or member out of range, unknown kind
   uint64_t mms_created = 0;
   uint64_t mms_destroyed = 0;
+  uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()
+  uint64_t resyncs_offered = 0;
+  uint64_t resyncs_applied = 0;    // emitted as baselines
+  uint64_t resyncs_rejected = 0;   // not quiet, unknown mm, inconsistent
+  uint64_t resyncs_cancelled = 0;  // a record showed the mm was not quiet
+};
+
+// An mm whose value is not known, owned by a process that has been quiet.
+struct ResyncCandidate {
+  uint64_t addr = 0;
+  uint32_t tgid = 0;
+};
+
+enum class ResyncResult : uint8_t {
+  kOffered,       // held like a record; cancelled if a later one conflicts
+  kNotNeeded,     // every member already known
+  kUnknownMm,     // no such mm, or `tgid` no longer owns it
+  kNotQuiet,      // updated during (or just before) the read
+  kInconsistent,  // the values contradict what the stream knows
 };
 
 class DeltaReconstructor {
@@ -102,6 +147,24 @@ class DeltaReconstructor {
   void advance(uint64_t now_ns, ReconstructorSink& sink);
   // Emits everything held back (end of a recording, shutdown).
   void flush(ReconstructorSink& sink);
+
+  // Precise values of the mm at `addr` (pages per member; nullopt: not
+  // read), read from /proc/`tgid`/status between `read_start_ns` and
+  // `read_end_ns` (CLOCK_MONOTONIC). Call right after a drain, before the
+  // next: a record drained later that started before the read ended (plus
+  // a slack) cancels it.
+  ResyncResult resync(uint64_t addr, uint32_t tgid,
+                      const std::array<std::optional<int64_t>, kMembers>& pages,
+                      uint64_t read_start_ns, uint64_t read_end_ns);
+  // Up to `max` mms with a member of unknown value whose owner is known and
+  // whose last record ended more than `quiet_ns` before `now_ns`.
+  std::vector<ResyncCandidate> resync_candidates(uint64_t now_ns,
+                                                 uint64_t quiet_ns,
+                                                 size_t max) const;
+  // Records were lost here: nothing about any mm is known any more (which
+  // mm lost an update is unknown). Records flagged RSS_EVF_AFTER_LOSS call
+  // it; the daemon also calls it when the drop counter rose without one.
+  void on_loss();
 
   const ReconstructorStats& stats() const { return stats_; }
   size_t live_mms() const { return mms_.size(); }
@@ -120,6 +183,22 @@ class DeltaReconstructor {
   struct MmState {
     MmKey key;
     bool from_zero = false;
+    uint32_t owner_tgid = 0;      // of its first owner update (0: none yet)
+    uint64_t last_end_ns = 0;     // end of its latest record
+    uint64_t next_resync_ns = 0;  // back-off after a failed resync
+    // Per member: the value is known (seen from zero, or resynced since the
+    // last unknown delta). While known, `unknown_sum` holds the sum of what
+    // is still unknown: the slots of CPUs not seen since, and `count` when
+    // no record of the member was seen yet.
+    std::array<bool, kMembers> synced{};
+    std::array<int64_t, kMembers> unknown_sum{};
+    std::array<uint32_t, kMembers> unknown_slots{};
+    // A resync not yet emitted: its queue sequence number, its read end,
+    // the members it made known.
+    bool resync_pending = false;
+    uint64_t resync_seq = 0;
+    uint64_t resync_read_end_ns = 0;
+    uint8_t resync_members = 0;
     // Per member: the sum of the folds attributed so far, i.e. the kernel's
     // `count` once every fold before now has arrived.
     std::array<int64_t, kMembers> count{};
@@ -136,9 +215,22 @@ class DeltaReconstructor {
     std::unique_ptr<SlotState[]> slots;  // [cpu * kMembers + member]
   };
   struct Pending {
-    enum class Type : uint8_t { kCreated, kUpdate, kLife, kDestroyed };
+    enum class Type : uint8_t {
+      kCreated,
+      kUpdate,
+      kLife,
+      kDestroyed,
+      kBaseline,
+    };
     Type type = Type::kUpdate;
     bool fold = false;  // kUpdate whose slot came back to zero
+    // kUpdate whose delta needed a resync still pending: flagged if that
+    // resync is cancelled.
+    bool used_resync = false;
+    bool cancelled = false;        // kBaseline: not emitted
+    uint8_t baseline_members = 0;  // kBaseline: members it sets
+    uint64_t seq = 0;
+    std::array<std::optional<int64_t>, kMembers> baseline{};
     MmState* mm = nullptr;
     uint64_t end_ns = 0;
     Update update;
@@ -149,6 +241,12 @@ class DeltaReconstructor {
 
   MmState& mm_state(uint64_t addr, bool from_zero, uint64_t time_ns);
   void on_update(const rss_event& e);
+  // A record of `st` (or of its owner's life) that started at `start_ns`:
+  // cancels a pending resync whose read it may have overlapped.
+  void check_resync(MmState& st, uint64_t start_ns);
+  void cancel_resync(MmState& st);
+  // The owner `tgid` execs or exits: /proc/tgid no longer shows its mm.
+  void owner_gone(uint32_t tgid, uint64_t start_ns);
   void push_life(MmState& mm, LifeKind kind, const rss_event& e);
   void mark_overlaps(Pending& fold, uint64_t since_ns);
   void emit_ready(ReconstructorSink& sink, bool all);
@@ -169,11 +267,13 @@ class DeltaReconstructor {
   static constexpr uint64_t kLateSlackNs = 2'000;
   std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
   std::unordered_map<uint32_t, TaskState> tasks_;  // by tid
+  std::unordered_map<uint32_t, uint64_t> owned_;   // owner tgid -> mm addr
   // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
   // so steady state allocates nothing.
   std::vector<Pending> pending_;
   size_t head_ = 0;
   size_t size_ = 0;
+  uint64_t pushed_ = 0;  // events ever pushed: the next one's seq
 };
 
 }  // namespace rssaudit

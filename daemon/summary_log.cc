@@ -38,13 +38,14 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
     for (size_t i = 0; i < SchemeSet::kCount; ++i)
       errors +=
           fmt::format(" err_{}={}", SchemeSet::kNames[i], m.largest_error[i]);
-    fmt::print(out,
-               "mm tgid={} comm={} alive={} from_zero={} updates={} "
-               "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
-               "{}\n",
-               m.tgid, m.alive ? comm_of(m.tgid) : "-", m.alive, m.from_zero,
-               m.updates, m.flagged, m.exact_rss, m.kernel_rss, m.drift(),
-               m.peak_rss, errors);
+    fmt::print(
+        out,
+        "mm tgid={} comm={} alive={} from_zero={} absolute={} updates={} "
+        "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
+        "{}\n",
+        m.tgid, m.alive ? comm_of(m.tgid) : "-", m.alive, m.from_zero,
+        m.absolute, m.updates, m.flagged, m.exact_rss, m.kernel_rss, m.drift(),
+        m.peak_rss, errors);
   }
   fflush(out);
 }

@@ -40,6 +40,10 @@ class RecordingSink : public ReconstructorSink {
   void on_mm_destroyed(const MmKey& mm) override {
     out.push_back({Recorded::kDestroyed, mm, false, {}, {}, {}});
   }
+  void on_baseline(const MmKey&, int member,
+                   std::optional<int64_t> pages) override {
+    baselines.emplace_back(member, pages);
+  }
 
   std::vector<Recorded> updates() const {
     std::vector<Recorded> u;
@@ -49,6 +53,7 @@ class RecordingSink : public ReconstructorSink {
   }
 
   std::vector<Recorded> out;
+  std::vector<std::pair<int, std::optional<int64_t>>> baselines;
 };
 
 // The kernel side: one mm's percpu_counters, producing the records the BPF
@@ -420,6 +425,113 @@ TEST(DeltaReconstructor, BadRecordsAreCountedNotUsed) {
   r.flush(sink);
   EXPECT_TRUE(sink.out.empty());
   EXPECT_EQ(r.stats().bad_records, 2u);
+}
+
+// An mm that updated on both CPUs before the capture: only CPU 0 updates
+// under it. Its first update has no baseline; a resync whose read the
+// stream shows quiet gives the anon value, and the last unknown (CPU 1's
+// slot) then follows from it: CPU 1's first update is exact.
+TEST(DeltaReconstructor, ResyncFromPreciseValuesMakesAnOldMmExact) {
+  FakeKernel kernel(2);
+  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);  // unseen
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  for (int i = 0; i < 10; ++i, t += 1000)
+    r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+  const int64_t precise = kernel.count(kAnonPages) +
+                          kernel.slot(kAnonPages, 0) +
+                          kernel.slot(kAnonPages, 1);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  pages[kAnonPages] = precise;
+  EXPECT_EQ(r.resync(kMm, 99, pages, t + 50'000, t + 60'000),
+            ResyncResult::kUnknownMm)
+      << "not the owner's process";
+  EXPECT_EQ(r.resync(kMm, 100, pages, t, t + 10'000), ResyncResult::kNotQuiet)
+      << "the last record ended less than the slack before the read";
+  ASSERT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kOffered);
+  t += 100'000;
+  const int32_t slot1_before = kernel.slot(kAnonPages, 1);
+  r.on_event(kernel.add(1, kAnonPages, 1, t), sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.baselines.size(), 1u);
+  EXPECT_EQ(sink.baselines[0].first, kAnonPages);
+  EXPECT_EQ(sink.baselines[0].second, precise);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 11u);
+  EXPECT_EQ(u[0].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u.back().info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u.back().update.delta, kernel.slot(kAnonPages, 1) - slot1_before);
+  EXPECT_EQ(r.stats().resyncs_applied, 1u);
+}
+
+TEST(DeltaReconstructor, ARecordFromDuringTheReadCancelsTheResync) {
+  FakeKernel kernel(2);
+  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  // Plausible (CPU 1's slot within the batch) but read while CPU 1 moved.
+  pages[kAnonPages] = kernel.count(kAnonPages) + kernel.slot(kAnonPages, 0) +
+                      kernel.slot(kAnonPages, 1);
+  ASSERT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kOffered);
+  // Drained after the resync, but it started during the read.
+  r.on_event(kernel.add(1, kAnonPages, 1, t + 55'000), sink);
+  r.flush(sink);
+  EXPECT_TRUE(sink.baselines.empty());
+  EXPECT_EQ(r.stats().resyncs_cancelled, 1u);
+  for (const Recorded& u : sink.updates())
+    EXPECT_EQ(u.info.fidelity, Fidelity::kNoBaseline);
+}
+
+TEST(DeltaReconstructor, AResyncContradictingTheStreamIsRefused) {
+  FakeKernel kernel(2);
+  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  // Both CPUs update under the capture: every slot and the count are known,
+  // so the value is known too, up to the first updates' unknown deltas.
+  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+  r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
+  const int64_t precise = kernel.count(kAnonPages) +
+                          kernel.slot(kAnonPages, 0) +
+                          kernel.slot(kAnonPages, 1);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  pages[kAnonPages] = precise + 1;
+  EXPECT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kInconsistent);
+  pages[kAnonPages] = precise;
+  EXPECT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kOffered);
+  EXPECT_EQ(r.resync(kMm, 100, pages, t + 70'000, t + 80'000),
+            ResyncResult::kNotQuiet)
+      << "one at a time";
+}
+
+// A record flagged after a loss voids every mm's slots: the baselines are
+// withdrawn, and each CPU's next update has no baseline until a resync.
+TEST(DeltaReconstructor, ALossVoidsWhatWasKnown) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  kernel.add(0, kAnonPages, 1, t + 1000);  // lost
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 2000, 100,
+                        RSS_EVF_OWNER | RSS_EVF_AFTER_LOSS),
+             sink);
+  r.flush(sink);
+  EXPECT_EQ(r.stats().losses, 1u);
+  ASSERT_EQ(sink.baselines.size(), size_t{kMembers});
+  for (const auto& [member, pages] : sink.baselines) EXPECT_FALSE(pages);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kNoBaseline);
 }
 
 }  // namespace
