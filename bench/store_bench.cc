@@ -130,13 +130,63 @@ BENCHMARK(BM_IngestTickWithProcessUpdates)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// What rssauditd writes per process and tick: the process row refreshed,
+// one sample and one model_errors row per scheme. Items are all rows.
+void BM_IngestDaemonTick(benchmark::State& state) {
+  const int processes = static_cast<int>(state.range(0));
+  const std::string path =
+      fmt::format("/tmp/rssaudit-bench-tick-{}.db", getpid());
+  remove_db(path);
+  std::unique_ptr<Store> store = open_or_die(path);
+  store->begin_run(bench_run(0));
+  std::mt19937 rng(1);
+  constexpr size_t kSchemes = 6;
+  int64_t now = 0;
+  for (auto _ : state) {
+    const int64_t start = now;
+    now += kMinute;
+    for (int i = 0; i < processes; ++i) {
+      const int64_t id = store->upsert_process(
+          {static_cast<uint32_t>(i + 1), 100}, "worker", "/bench", now);
+      store->add_sample(make_sample(id, now, rng));
+      for (size_t scheme = 0; scheme < kSchemes; ++scheme) {
+        store->add_model_error(
+            ModelErrorRow{.process_id = id,
+                          .start_ns = start,
+                          .end_ns = now,
+                          .scheme = scheme,
+                          .largest_error = static_cast<int64_t>(rng() % 64),
+                          .bound = 294'528,
+                          .shared_updates = rng() % 1000,
+                          .bytes_per_mm = 6304});
+      }
+    }
+    const StoreStatus s = store->flush();
+    if (!s.ok()) state.SkipWithError(s.message.c_str());
+  }
+  state.SetItemsProcessed(state.iterations() * processes * (1 + kSchemes));
+  state.counters["db_MiB"] = static_cast<double>(db_bytes(path)) / (1 << 20);
+  store.reset();
+  remove_db(path);
+}
+BENCHMARK(BM_IngestDaemonTick)
+    ->Arg(1000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // Builds the month of history once; later runs reuse the file.
 std::string build_history_db() {
   const std::string path =
       fmt::format("/tmp/rssaudit-bench-{}d-{}p-{}min.db", kHistoryDays,
                   kHistoryProcesses, kHistoryInterval / kMinute);
   if (fs::exists(path)) {
-    fmt::print("reusing {}\n", path);
+    // Opening it for writing upgrades a file an older build made.
+    const auto start = std::chrono::steady_clock::now();
+    open_or_die(path).reset();
+    fmt::print(
+        "reusing {} (opened for writing in {:.1f} s)\n", path,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
     return path;
   }
   const std::string partial = path + ".partial";

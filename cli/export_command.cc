@@ -83,6 +83,8 @@ std::vector<std::pair<std::string, Cell>> sample_cells(const ProcessSummary& p,
   out.emplace_back("vm_hwm", cell(r.vm_hwm));
   out.emplace_back("true_peak", cell(r.true_peak));
   out.emplace_back("threads", cell(r.threads));
+  out.emplace_back("fidelity_checked", cell(r.fidelity_checked));
+  out.emplace_back("fidelity_matched", cell(r.fidelity_matched));
   out.emplace_back("rss", cell(resident_pages(r)));
   out.emplace_back("drift", cell(s.drift));
   out.emplace_back(

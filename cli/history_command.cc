@@ -66,11 +66,14 @@ void run(const HistoryOptions& o) {
       nlohmann::json e = nlohmann::json::object();
       for (size_t k = 0; k < SchemeSet::kCount; ++k)
         e[std::string(SchemeSet::kNames[k])] = json_or_null(errors[i][k]);
-      j["samples"].push_back({{"time_ns", r.time_ns},
-                              {"rss_pages", json_or_null(resident_pages(r))},
-                              {"drift_pages", json_or_null(samples[i].drift)},
-                              {"threads", json_or_null(r.threads)},
-                              {"largest_error_pages", e}});
+      j["samples"].push_back(
+          {{"time_ns", r.time_ns},
+           {"rss_pages", json_or_null(resident_pages(r))},
+           {"drift_pages", json_or_null(samples[i].drift)},
+           {"threads", json_or_null(r.threads)},
+           {"fidelity_checked", json_or_null(r.fidelity_checked)},
+           {"fidelity_matched", json_or_null(r.fidelity_matched)},
+           {"largest_error_pages", e}});
     }
     fmt::print("{}\n", j.dump(2));
     return;

@@ -20,9 +20,7 @@ void add_db_option(CLI::App& sub, std::string& db) {
 void add_query_options(CLI::App& sub, QueryOptions& o) {
   add_db_option(sub, o.db);
   sub.add_flag("--json", o.json, "Print JSON");
-  CLI::Option* pages =
-      sub.add_flag("--pages", o.pages, "Memory amounts in pages");
-  sub.add_flag("--bytes", o.bytes, "Memory amounts in bytes")->excludes(pages);
+  add_unit_options(sub, o);
 }
 
 std::unique_ptr<StoreReader> open_history(const std::string& path) {
@@ -117,7 +115,10 @@ std::optional<int64_t> resident_pages(const SampleRow& r) {
 
 std::optional<double> drift_to_bound(const ProcessWindow& w) {
   if (!w.worst_drift || !w.bound || *w.bound <= 0) return std::nullopt;
-  return std::abs(double(*w.worst_drift)) / double(*w.bound);
+  // The stored bound is per counter; the drift is of RSS, the sum of the
+  // file, anon and shmem counters, each off by up to that bound.
+  constexpr double kRssCounters = 3;
+  return std::abs(double(*w.worst_drift)) / (kRssCounters * double(*w.bound));
 }
 
 void rank(std::vector<ProcessWindow>& windows, TopSort by) {

@@ -26,17 +26,9 @@ inline constexpr std::array<std::string_view, kMembers> kMemberNames = {
 // rssauditd's default database, relative to where it was started.
 inline constexpr const char* kDefaultDb = "./rssaudit.db";
 
-struct QueryOptions {
+struct QueryOptions : UnitOptions {
   std::string db = kDefaultDb;
   bool json = false;
-  bool pages = false;
-  bool bytes = false;
-
-  SizeUnit unit() const {
-    return pages   ? SizeUnit::kPages
-           : bytes ? SizeUnit::kBytes
-                   : SizeUnit::kHuman;
-  }
 };
 
 void add_db_option(CLI::App& sub, std::string& db);

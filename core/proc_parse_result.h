@@ -12,7 +12,14 @@
 namespace rssaudit {
 
 // The /proc files core/ parses. Also keys the daemon's per-file loss counts.
-enum class ProcFile : uint8_t { kStat, kStatm, kStatus, kSmapsRollup, kMaps };
+enum class ProcFile : uint8_t {
+  kStat,
+  kStatm,
+  kStatus,
+  kSmapsRollup,
+  kMaps,
+  kCgroup,
+};
 
 constexpr std::string_view proc_file_name(ProcFile file) {
   switch (file) {
@@ -26,6 +33,8 @@ constexpr std::string_view proc_file_name(ProcFile file) {
       return "/proc/PID/smaps_rollup";
     case ProcFile::kMaps:
       return "/proc/PID/maps";
+    case ProcFile::kCgroup:
+      return "/proc/PID/cgroup";
   }
   return "/proc/PID/?";
 }

@@ -2,8 +2,14 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 namespace rssaudit {
 namespace {
+
+std::string cgroup_of(const std::optional<ProcCgroup>& c) {
+  return c && c->v2_path ? *c->v2_path : std::string();
+}
 
 std::optional<int64_t> pages_of_kb(std::optional<uint64_t> kb,
                                    int64_t page_size) {
@@ -30,13 +36,21 @@ HistoryRecorder::Tracked& HistoryRecorder::tracked(
   return t;
 }
 
+const RecordedIdentity* HistoryRecorder::identity(uint64_t mm_addr) const {
+  const auto it = tracked_.find(mm_addr);
+  if (it == tracked_.end() || it->second.who.process_id == 0) return nullptr;
+  return &it->second.who;
+}
+
 void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
+  last_tick_ns_ = wall_ns;
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     if (!mm.summary.tgid) return;  // no owner seen yet: nothing to sample
     Tracked& t = tracked(mm);
     SampleRequest req;
     req.pid = mm.summary.tgid;
-    if (t.process_id) req.expected = t.identity;
+    if (t.who.process_id)
+      req.expected = ProcessId{t.who.pid, t.who.start_ticks};
     req.walks = true;  // the sampler's policy decides
     req.last_walk_ns = t.last_walk_ns;
     const SampleResult r = sampler_.sample(req);
@@ -51,15 +65,16 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
       ++stats_.skipped_small;
       return;
     }
-    if (!t.process_id || r.outcome == SampleOutcome::kReplaced) {
-      t.identity = s.id;
-      t.process_id = store_.upsert_process(
-          ProcessIdentity{s.id.pid, s.id.start_time}, s.stat.comm, "", wall_ns);
-      t.interval_start_ns = wall_ns;
-    } else {
-      store_.upsert_process(ProcessIdentity{s.id.pid, s.id.start_time},
-                            s.stat.comm, "", wall_ns);
-    }
+    // An unreadable cgroup keeps the one recorded before.
+    std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : t.who.cgroup;
+    const bool first =
+        !t.who.process_id || r.outcome == SampleOutcome::kReplaced;
+    const int64_t id =
+        store_.upsert_process(ProcessIdentity{s.id.pid, s.id.start_time},
+                              s.stat.comm, cgroup, wall_ns);
+    if (first) t.interval_start_ns = wall_ns;
+    t.who = RecordedIdentity{id, s.id.pid, s.id.start_time, s.stat.comm,
+                             std::move(cgroup)};
     write_sample(mm, t, s, wall_ns);
     write_model_errors(mm, t, wall_ns);
   });
@@ -68,11 +83,12 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
 void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
                                    const Sample& s, int64_t wall_ns) {
   SampleRow row;
-  row.process_id = t.process_id;
+  row.process_id = t.who.process_id;
   row.time_ns = wall_ns;
   for (int m = 0; m < kMembers; ++m) {
     if (mm.kernel_count_known[m]) row.approximate[m] = mm.kernel_count[m];
-    if (mm.summary.from_zero) row.exact[m] = mm.audit.exact(m);
+    // Absolute from creation, or since a resync from /proc.
+    if (mm.exact_known[m]) row.exact[m] = mm.exact(m);
     if (auto pages = s.status.member_pages(static_cast<Member>(m), page_size_))
       row.precise[m] = static_cast<int64_t>(*pages);
   }
@@ -90,8 +106,19 @@ void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
   }
   if (auto hwm = s.status.vm_hwm_pages(page_size_))
     row.vm_hwm = static_cast<int64_t>(*hwm);
+  // The true peak needs the whole life; a resynced mm has only a part.
   if (mm.summary.from_zero) row.true_peak = mm.summary.peak_rss;
   row.threads = s.status.threads;
+  // Only an mm seen from creation is compared with the kernel's count: the
+  // others' fidelity is not measured (NULL), never 0 of 0.
+  if (mm.summary.from_zero) {
+    row.fidelity_checked = static_cast<int64_t>(mm.summary.fidelity_checked -
+                                                t.fidelity_checked_before);
+    row.fidelity_matched = static_cast<int64_t>(mm.summary.fidelity_matched -
+                                                t.fidelity_matched_before);
+  }
+  t.fidelity_checked_before = mm.summary.fidelity_checked;
+  t.fidelity_matched_before = mm.summary.fidelity_matched;
   store_.add_sample(row);
   ++stats_.samples_written;
 }
@@ -101,7 +128,7 @@ void HistoryRecorder::write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
   const auto errors = mm.audit.take_interval_error();
   mm.audit.schemes().for_each([&](size_t i, const auto& scheme) {
     ModelErrorRow row;
-    row.process_id = t.process_id;
+    row.process_id = t.who.process_id;
     row.start_ns = t.interval_start_ns;
     row.end_ns = wall_ns;
     row.scheme = i;
@@ -121,32 +148,71 @@ void HistoryRecorder::write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
 }
 
 void HistoryRecorder::on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
-  auto it = tracked_.find(mm.summary.key.addr);
-  if (it == tracked_.end() ||
-      it->second.generation != mm.summary.key.generation)
-    return;
-  Tracked& t = it->second;
-  // An exec replaces the mm of a living process: its history goes on with
-  // the new mm, only a process that is gone gets an exit row.
-  const bool process_gone =
-      sampler_.sample(SampleRequest{t.identity.pid, t.identity, false, {}})
-          .outcome != SampleOutcome::kOk;
-  if (t.process_id && process_gone) {
-    write_model_errors(mm, t, wall_ns);
-    ++stats_.exits;
-    if (mm.summary.from_zero) {
-      const int64_t residue = mm.summary.exact_rss;
-      store_.record_exit(t.process_id, wall_ns, residue);
-      if (residue != 0) {
-        ++stats_.residues;
-        store_.add_anomaly(AnomalyRow{
-            t.process_id, wall_ns, "exit_residue",
-            fmt::format("exact RSS {} pages at exit_mmap, expected 0",
-                        residue)});
-      }
-    }
+  const auto it = tracked_.find(mm.summary.key.addr);
+  const bool known = it != tracked_.end() &&
+                     it->second.generation == mm.summary.key.generation &&
+                     it->second.who.process_id != 0;
+  if (known) {
+    Tracked& t = it->second;
+    // An exec replaces the mm of a living process: its history goes on with
+    // the new mm, only a process that is gone gets an exit row.
+    const bool process_gone =
+        sampler_
+            .sample(SampleRequest{
+                t.who.pid, ProcessId{t.who.pid, t.who.start_ticks}, false, {}})
+            .outcome != SampleOutcome::kOk;
+    if (process_gone) record_end(mm, t, wall_ns);
+  } else {
+    // Ended before a tick sampled it (or before its owner was seen): its
+    // identity can only be read now, from a zombie's stat at best.
+    Tracked t;
+    t.generation = mm.summary.key.generation;
+    if (record_unsampled(mm, t, wall_ns)) record_end(mm, t, wall_ns);
   }
-  tracked_.erase(it);
+  if (it != tracked_.end()) tracked_.erase(it);
+}
+
+bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
+                                       Tracked& t, int64_t wall_ns) {
+  if (mm.summary.updates == 0 || mm.summary.tgid == 0) return false;
+  const IdentityResult who = sampler_.identify(mm.summary.tgid);
+  // Alive: an exec replaced this mm (or, rarely, the pid was reused) and
+  // the process is sampled with its next mm.
+  if (who.state == IdentityResult::State::kAlive) return false;
+  t.who.pid = mm.summary.tgid;
+  if (who.stat) {
+    t.who.start_ticks = who.stat->start_time;
+    t.who.comm = who.stat->comm;
+    t.who.cgroup = cgroup_of(who.cgroup);
+  } else {
+    // Reaped before we looked: start time 0 and an empty comm mean unknown.
+    ++stats_.unnamed_exits;
+  }
+  if (!options_.comm.empty() && t.who.comm != options_.comm) return false;
+  t.who.process_id =
+      store_.upsert_process(ProcessIdentity{t.who.pid, t.who.start_ticks},
+                            t.who.comm, t.who.cgroup, wall_ns);
+  // The mm started after the previous tick at the earliest that matters:
+  // its errors are those of its whole life, reported over that interval.
+  t.interval_start_ns =
+      last_tick_ns_ > 0 ? std::min(last_tick_ns_, wall_ns) : wall_ns;
+  ++stats_.unsampled_exits;
+  return true;
+}
+
+void HistoryRecorder::record_end(AuditPipeline::LiveMm& mm, Tracked& t,
+                                 int64_t wall_ns) {
+  write_model_errors(mm, t, wall_ns);
+  ++stats_.exits;
+  if (!mm.summary.absolute) return;  // no absolute value to check
+  const int64_t residue = mm.summary.exact_rss;
+  store_.record_exit(t.who.process_id, wall_ns, residue);
+  if (residue != 0) {
+    ++stats_.residues;
+    store_.add_anomaly(AnomalyRow{
+        t.who.process_id, wall_ns, "exit_residue",
+        fmt::format("exact RSS {} pages at exit_mmap, expected 0", residue)});
+  }
 }
 
 }  // namespace rssaudit

@@ -1,8 +1,10 @@
 // Turns the live audit into history rows: on each sampling tick, every
 // audited process's /proc sources side by side with the BPF-side values of
-// the same moment and each scheme's errors over the interval; at an mm's
-// end, its exit row (and an anomaly when the exact tracker is not back to
-// zero). Rows go to the Store's batch; flushing is the caller's.
+// the same moment, the model fidelity and each scheme's errors over the
+// interval; at an mm's end, its exit row (and an anomaly when the exact
+// tracker is not back to zero). A process that ends before any tick sampled
+// it still gets its row at exit. Rows go to the Store's batch; flushing is
+// the caller's.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,19 @@ struct RecorderStats {
   uint64_t skipped_small = 0;
   uint64_t exits = 0;
   uint64_t residues = 0;  // mms whose exact value did not return to 0
+  // Exits of processes no tick had sampled (recorded at exit), and how many
+  // of them /proc could no longer name (start time 0, comm empty).
+  uint64_t unsampled_exits = 0;
+  uint64_t unnamed_exits = 0;
+};
+
+// Who an mm's process was, as recorded in the history.
+struct RecordedIdentity {
+  int64_t process_id = 0;  // processes.id
+  uint32_t pid = 0;
+  uint64_t start_ticks = 0;  // /proc/PID/stat field 22
+  std::string comm;
+  std::string cgroup;  // cgroup v2 path; empty: none or unreadable
 };
 
 class HistoryRecorder {
@@ -39,21 +54,35 @@ class HistoryRecorder {
   void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);
 
   const RecorderStats& stats() const { return stats_; }
+  // The recorded identity of the live mm at `mm_addr`, for labelling live
+  // views; null when the mm has not been recorded (filtered, not sampled
+  // yet). One hash lookup; the pointer is valid until the next sample() or
+  // on_exit().
+  const RecordedIdentity* identity(uint64_t mm_addr) const;
+  // On a configuration reload (SIGHUP): applies from the next sample.
+  void set_options(RecorderOptions options) { options_ = std::move(options); }
 
  private:
   struct Tracked {
     uint64_t generation = 0;
-    int64_t process_id = 0;  // 0: not recorded (filtered or not yet seen)
-    ProcessId identity;
+    // who.process_id 0: not recorded (filtered or not yet seen).
+    RecordedIdentity who;
     std::optional<uint64_t> last_walk_ns;
     int64_t interval_start_ns = 0;
     std::array<uint64_t, SchemeSet::kCount> shared_before{};
+    uint64_t fidelity_checked_before = 0;
+    uint64_t fidelity_matched_before = 0;
   };
   Tracked& tracked(const AuditPipeline::LiveMm& mm);
   void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
                     int64_t wall_ns);
   void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
                           int64_t wall_ns);
+  // Records the process of an mm that ends unsampled; false when it is not
+  // to be recorded (alive after an exec, filtered out).
+  bool record_unsampled(const AuditPipeline::LiveMm& mm, Tracked& t,
+                        int64_t wall_ns);
+  void record_end(AuditPipeline::LiveMm& mm, Tracked& t, int64_t wall_ns);
 
   Store& store_;
   ProcessSampler& sampler_;
@@ -61,6 +90,7 @@ class HistoryRecorder {
   int64_t page_size_;
   std::unordered_map<uint64_t, Tracked> tracked_;  // by mm address
   RecorderStats stats_;
+  int64_t last_tick_ns_ = 0;  // wall time of the previous sample()
 };
 
 }  // namespace rssaudit

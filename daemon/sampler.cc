@@ -126,12 +126,58 @@ SampleResult ProcessSampler::sample(const SampleRequest& request) {
                    s.status, result)) {
     return result;
   }
+  if (!read_cgroup(dir, result)) return result;
   if (request.walks && !take_walks(dir, request, result)) return result;
 
   s.end_ns = monotonic_ns();
   const bool replaced = request.expected && *request.expected != s.id;
   finish(result, replaced ? SampleOutcome::kReplaced : SampleOutcome::kOk);
   return result;
+}
+
+IdentityResult ProcessSampler::identify(uint32_t pid) {
+  IdentityResult out;
+  const ProcDir dir = ProcDir::open(proc_root_, pid);
+  if (dir.status() != ReadStatus::kOk) return out;
+  const ReadResult stat = reader_.read(dir, "stat");
+  if (!stat.ok()) return out;
+  auto parsed = parse_proc_stat(stat.text);
+  if (!parsed.ok()) return out;
+  out.stat = std::move(parsed).value();
+  const char state = out.stat->state;
+  out.state = (state == 'Z' || state == 'X') ? IdentityResult::State::kZombie
+                                             : IdentityResult::State::kAlive;
+  const ReadResult cgroup = reader_.read(dir, "cgroup");
+  if (cgroup.ok()) {
+    if (auto c = parse_proc_cgroup(cgroup.text); c.ok())
+      out.cgroup = std::move(c).value();
+  }
+  return out;
+}
+
+bool ProcessSampler::read_cgroup(const ProcDir& dir, SampleResult& result) {
+  Sample& s = result.sample;
+  const size_t index = static_cast<size_t>(ProcFile::kCgroup);
+  const ReadResult read = reader_.read(dir, "cgroup");
+  if (read.status == ReadStatus::kVanished) {
+    finish(result, SampleOutcome::kVanished);
+    return false;
+  }
+  std::string why;
+  if (!read.ok()) {
+    ++stats_.read_failures[index];
+    why = read_error(s.id.pid, proc_file_name(ProcFile::kCgroup), read.error);
+  } else if (auto parsed = parse_proc_cgroup(read.text); !parsed.ok()) {
+    ++stats_.parse_failures[index];
+    why = fmt::format("pid {}: {}", s.id.pid, parsed.error().message);
+  } else {
+    s.cgroup = std::move(parsed).value();
+  }
+  if (!why.empty()) {
+    if (!result.error.empty()) result.error += "; ";
+    result.error += why;
+  }
+  return true;
 }
 
 bool ProcessSampler::take_walks(const ProcDir& dir,

@@ -1,7 +1,8 @@
 // Samples the /proc sources of one audited process: the cheap ones (stat,
-// statm, status) on every call, the expensive walks (smaps_rollup, pagemap)
-// when the caller asks, as WalkPolicy allows. Every file is read once,
-// through one open /proc/PID directory, between two CLOCK_MONOTONIC stamps.
+// statm, status, and cgroup for its identity) on every call, the expensive
+// walks (smaps_rollup, pagemap) when the caller asks, as WalkPolicy allows.
+// Every file is read once, through one open /proc/PID directory, between two
+// CLOCK_MONOTONIC stamps.
 #pragma once
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/proc_cgroup.h"
 #include "core/proc_parse_result.h"
 #include "core/proc_smaps_rollup.h"
 #include "core/proc_stat.h"
@@ -71,6 +73,10 @@ struct Sample {
   ProcStat stat;
   ProcStatm statm;
   ProcStatus status;
+  // /proc/PID/cgroup, read with the cheap sources. Empty when unreadable or
+  // malformed (counted, explained in SampleResult::error: the memory
+  // sources still stand); v2_path empty on a host without cgroup v2.
+  std::optional<ProcCgroup> cgroup;
   // Only when walks were requested; why they were (not) taken.
   std::optional<WalkDecision> walk_decision;
   // Present when walked and read; a failed walk leaves it empty and says
@@ -94,12 +100,25 @@ enum class SampleOutcome : uint8_t {
 struct SampleResult {
   SampleOutcome outcome = SampleOutcome::kFailed;
   Sample sample;      // complete for kOk and kReplaced
-  std::string error;  // for kFailed, or a failed walk under kOk
+  std::string error;  // for kFailed, or a failed walk or cgroup under kOk
+};
+
+// Who a pid is, from /proc/PID/stat and cgroup alone: readable for a
+// zombie, whose mm (and so every other source) is gone.
+struct IdentityResult {
+  enum class State : uint8_t {
+    kAlive,   // running or sleeping: it has an mm
+    kZombie,  // exited, not yet reaped: stat still names it
+    kGone,    // no such pid, or unreadable
+  };
+  State state = State::kGone;
+  std::optional<ProcStat> stat;      // for kAlive and kZombie
+  std::optional<ProcCgroup> cgroup;  // when readable and well-formed
 };
 
 // Losses, per source, since the sampler was made.
 struct SamplerStats {
-  static constexpr size_t kFiles = static_cast<size_t>(ProcFile::kMaps) + 1;
+  static constexpr size_t kFiles = static_cast<size_t>(ProcFile::kCgroup) + 1;
 
   uint64_t samples = 0;  // requests
   uint64_t vanished = 0;
@@ -126,6 +145,9 @@ class ProcessSampler {
                           PagemapWalker walker = PagemapWalker());
 
   SampleResult sample(const SampleRequest& request);
+  // Two small reads; failures are not counted as losses (the caller asks
+  // about a process that is expected to be gone).
+  IdentityResult identify(uint32_t pid);
 
   const SamplerStats& stats() const { return stats_; }
   // On a configuration reload (SIGHUP).
@@ -137,6 +159,9 @@ class ProcessSampler {
   template <typename T, typename Parse>
   bool read_parsed(const ProcDir& dir, ProcFile file, const char* name,
                    Parse parse, T& out, SampleResult& result);
+  // The cgroup, which no sample is refused for; false when the process
+  // vanished meanwhile.
+  bool read_cgroup(const ProcDir& dir, SampleResult& result);
   // The expensive walks, as the policy decides; false when the process
   // vanished meanwhile.
   bool take_walks(const ProcDir& dir, const SampleRequest& request,

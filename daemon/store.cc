@@ -107,11 +107,14 @@ std::string Store::sql_text(Sql q) {
              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
              "ON CONFLICT (id) DO UPDATE SET comm = excluded.comm, "
              "cgroup = excluded.cgroup, last_seen_ns = excluded.last_seen_ns, "
-             "exit_ns = excluded.exit_ns, exit_residue = excluded.exit_residue";
+             "exit_ns = excluded.exit_ns, exit_residue = "
+             "excluded.exit_residue, "
+             "first_seen_ns = excluded.first_seen_ns";
     // The common case, cheaper than the upsert: a known process seen again.
     case kUpdateProcess:
       return "UPDATE processes SET comm = ?2, cgroup = ?3, last_seen_ns = ?4, "
-             "exit_ns = ?5, exit_residue = ?6 WHERE id = ?1";
+             "exit_ns = ?5, exit_residue = ?6, first_seen_ns = ?7 "
+             "WHERE id = ?1";
     case kInsertSample:
       return sample_insert_sql();
     case kInsertModelError:
@@ -134,13 +137,20 @@ std::string Store::sql_text(Sql q) {
       return "DELETE FROM anomalies WHERE time_ns < ?1";
     case kDeleteLosses:
       return "DELETE FROM losses WHERE time_ns < ?1";
-    // A process goes with its last row, a run with its last process.
+    // A process goes with its last row, a run with its last process. Its
+    // samples and model errors lie within [first_seen_ns, last_seen_ns]
+    // (the store widens the range for every row it is given), so the time
+    // indexes find them without a per-process index.
     case kDeleteProcesses:
       return "DELETE FROM processes WHERE last_seen_ns < ?1 "
-             "AND NOT EXISTS (SELECT 1 FROM samples WHERE process_id = "
-             "processes.id) "
-             "AND NOT EXISTS (SELECT 1 FROM model_errors WHERE process_id = "
-             "processes.id) "
+             "AND NOT EXISTS (SELECT 1 FROM samples "
+             "INDEXED BY samples_by_time WHERE time_ns >= "
+             "processes.first_seen_ns AND time_ns <= processes.last_seen_ns "
+             "AND process_id = processes.id) "
+             "AND NOT EXISTS (SELECT 1 FROM model_errors "
+             "INDEXED BY model_errors_by_time WHERE end_ns >= "
+             "processes.first_seen_ns AND end_ns <= processes.last_seen_ns "
+             "AND process_id = processes.id) "
              "AND NOT EXISTS (SELECT 1 FROM anomalies WHERE process_id = "
              "processes.id)";
     case kDeleteRuns:
@@ -220,6 +230,22 @@ void Store::record_exit(int64_t process_id, int64_t time_ns, int64_t residue) {
   mark_dirty(process_id, p);
 }
 
+void Store::widen_seen(int64_t process_id, int64_t time_ns) {
+  // Samples of one process arrive one after the other: a one-entry cache
+  // saves most lookups (model errors come six at a time).
+  if (process_id != seen_cache_id_) {
+    const auto it = processes_.find(process_id);
+    if (it == processes_.end()) return;  // written and gone from the cache
+    seen_cache_id_ = process_id;
+    seen_cache_ = &it->second;
+  }
+  Process& p = *seen_cache_;
+  if (time_ns <= p.last_seen_ns && time_ns >= p.first_seen_ns) return;
+  p.last_seen_ns = std::max(p.last_seen_ns, time_ns);
+  p.first_seen_ns = std::min(p.first_seen_ns, time_ns);
+  mark_dirty(process_id, p);
+}
+
 void Store::mark_dirty(int64_t process_id, Process& p) {
   if (p.dirty) return;
   p.dirty = true;
@@ -238,10 +264,12 @@ void Store::push_capped(std::deque<T>& rows, T row, int64_t time_ns) {
 }
 
 void Store::add_sample(const SampleRow& row) {
+  widen_seen(row.process_id, row.time_ns);
   push_capped(samples_, row, row.time_ns);
 }
 
 void Store::add_model_error(const ModelErrorRow& row) {
+  widen_seen(row.process_id, row.end_ns);
   push_capped(model_errors_, row, row.end_ns);
 }
 
@@ -280,6 +308,7 @@ StoreStatus Store::flush() {
     return s;
   }
   run_dirty_ = false;
+  seen_cache_id_ = 0;  // exited processes leave the cache below
   for (int64_t id : dirty_processes_) {
     const auto it = processes_.find(id);
     it->second.dirty = false;
@@ -324,6 +353,7 @@ StoreStatus Store::write_batch() {
       update.bind(4, p.last_seen_ns);
       update.bind_optional(5, p.exit_ns);
       update.bind_optional(6, p.exit_residue);
+      update.bind(7, p.first_seen_ns);
       if (s = db_->run(update, what); !s.ok()) return s;
       continue;
     }
@@ -416,6 +446,7 @@ StoreStatus Store::delete_before(int64_t cutoff_ns) {
   if (!s.ok()) return s;
   // The rows of cached processes may be gone: an idle one gets a new row
   // when seen again, the others are written whole by the next flush.
+  seen_cache_id_ = 0;
   for (auto& entry : processes_) entry.second.stored = false;
   std::erase_if(processes_, [&](const auto& entry) {
     const Process& p = entry.second;

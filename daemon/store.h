@@ -145,6 +145,9 @@ class Store {
   void push_capped(std::deque<T>& rows, T row, int64_t time_ns);
   StoreStatus write_batch();
   void mark_dirty(int64_t process_id, Process& p);
+  // Keeps every row of a cached process within its [first_seen_ns,
+  // last_seen_ns], which readers and retention use to find its rows.
+  void widen_seen(int64_t process_id, int64_t time_ns);
   // Runs `body` in one write transaction, rolled back if it fails.
   template <class Body>
   StoreStatus transaction(std::string_view what, Body&& body);
@@ -169,6 +172,8 @@ class Store {
   std::unordered_map<ProcessIdentity, int64_t, IdentityHash> ids_;
   std::unordered_map<int64_t, Process> processes_;
   std::vector<int64_t> dirty_processes_;
+  int64_t seen_cache_id_ = 0;  // 0: empty; ids start at 1
+  Process* seen_cache_ = nullptr;
 
   std::deque<SampleRow> samples_;
   std::deque<ModelErrorRow> model_errors_;

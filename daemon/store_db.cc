@@ -71,10 +71,7 @@ void Statement::bind_text(int index, std::string_view value) {
 
 int Statement::step() { return sqlite3_step(stmt_); }
 
-void Statement::reset() {
-  sqlite3_reset(stmt_);
-  sqlite3_clear_bindings(stmt_);
-}
+void Statement::reset() { sqlite3_reset(stmt_); }
 
 int64_t Statement::column_int(int index) const {
   return sqlite3_column_int64(stmt_, index);
@@ -153,6 +150,9 @@ StoreResult<std::unique_ptr<Database>> Database::open_at(
   // mount) cannot open a WAL database.
   int persist = 1;
   sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  // Under WAL, NORMAL syncs only at checkpoints: a crash of rssauditd loses
+  // nothing committed (the WAL is in the page cache); a power loss or kernel
+  // crash may lose the last transactions but never corrupts the file.
   StoreStatus s =
       db->exec("PRAGMA synchronous = NORMAL", "setting synchronous");
   if (s.ok()) s = db->migrate(current.value, version);
@@ -294,9 +294,10 @@ void bind_sample(Statement& s, int first, const SampleRow& row) {
   s.bind_optional(i++, row.statm_resident);
   members(row.exact);
   members(row.walk);
-  for (const std::optional<int64_t>& v :
-       {row.walk_rss, row.vm_hwm, row.true_peak, row.threads}) {
-    s.bind_optional(i++, v);
+  for (const std::optional<int64_t>* v :
+       {&row.walk_rss, &row.vm_hwm, &row.true_peak, &row.threads,
+        &row.fidelity_checked, &row.fidelity_matched}) {
+    s.bind_optional(i++, *v);
   }
 }
 
@@ -315,7 +316,8 @@ SampleRow read_sample(const Statement& s, int first) {
   members(row.exact);
   members(row.walk);
   for (std::optional<int64_t>* v :
-       {&row.walk_rss, &row.vm_hwm, &row.true_peak, &row.threads}) {
+       {&row.walk_rss, &row.vm_hwm, &row.true_peak, &row.threads,
+        &row.fidelity_checked, &row.fidelity_matched}) {
     *v = s.column_optional(i++);
   }
   return row;

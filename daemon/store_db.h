@@ -70,7 +70,8 @@ class Statement {
 
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int step();
-  // Ready for new bindings.
+  // Ready to run again. The bindings stay: every user binds every
+  // parameter before each step, and clearing them cost ~3% of ingest.
   void reset();
 
   int64_t column_int(int index) const;
@@ -125,15 +126,15 @@ class Database {
   sqlite3* db_;
 };
 
-// The samples columns in schema order, from process_id to threads: one list
-// for the writer's INSERT and the readers' SELECT.
+// The samples columns of SampleRow, from process_id to fidelity_matched
+// (drift excepted): one list for the writer's INSERT and the readers' SELECT.
 inline constexpr std::string_view kSampleColumns =
     "process_id, time_ns, "
     "approx_file, approx_anon, approx_swap, approx_shmem, stat_rss, "
     "precise_file, precise_anon, precise_swap, precise_shmem, statm_resident, "
     "exact_file, exact_anon, exact_swap, exact_shmem, "
     "walk_file, walk_anon, walk_swap, walk_shmem, walk_rss, "
-    "vm_hwm, true_peak, threads";
+    "vm_hwm, true_peak, threads, fidelity_checked, fidelity_matched";
 inline constexpr int kSampleColumnCount =
     static_cast<int>(std::ranges::count(kSampleColumns, ',')) + 1;
 // Binds `row` to parameters first..first + kSampleColumnCount - 1.

@@ -45,6 +45,25 @@ std::string qualified_sample_columns(std::string_view alias) {
   return out;
 }
 
+// The condition selecting process ?1's rows in [since, until) by a range
+// on `time`, the first column of a time index: the store keeps a process's
+// rows within its first and last sight, and the index holds process_id, so
+// no per-process index is needed (schema/002). One expression per bound:
+// SQLite seeks the index with only one of several lower (upper) bounds. A
+// process that does not exist selects nothing.
+std::string process_rows(std::string_view time, std::string_view since,
+                         std::string_view until) {
+  return fmt::format(
+      "{0} >= max({1}, (SELECT first_seen_ns FROM processes WHERE id = ?1)) "
+      "AND {0} < min({2}, "
+      "(SELECT last_seen_ns FROM processes WHERE id = ?1) + 1) "
+      "AND process_id = ?1",
+      time, since, until);
+}
+
+constexpr std::string_view kAllTime = "-9223372036854775807";
+constexpr std::string_view kNoEnd = "9223372036854775807";
+
 // The index of the scheme named `name` in SchemeSet::kNames, if known.
 std::optional<size_t> scheme_index(std::string_view name) {
   const auto it = std::ranges::find(SchemeSet::kNames, name);
@@ -205,9 +224,9 @@ StoreResult<std::vector<DriftEntry>> StoreReader::top_drift(int64_t since_ns,
 StoreResult<std::vector<StoredSample>> StoreReader::process_history(
     int64_t process_id, int64_t since_ns, int64_t until_ns) {
   StoreResult<Statement> s = db_->prepare(
-      fmt::format("SELECT {}, drift FROM samples WHERE process_id = ?1 "
-                  "AND time_ns >= ?2 AND time_ns < ?3 ORDER BY time_ns",
-                  kSampleColumns));
+      fmt::format("SELECT {}, drift FROM samples INDEXED BY samples_by_time "
+                  "WHERE {} ORDER BY time_ns",
+                  kSampleColumns, process_rows("time_ns", "?2", "?3")));
   if (!s.ok()) return {{}, std::move(s.status)};
   s.value.bind(1, process_id);
   s.value.bind(2, since_ns);
@@ -236,8 +255,10 @@ StoreResult<std::vector<ProcessWindow>> StoreReader::process_windows(
       "  WHERE time_ns >= ?1 AND time_ns < ?2 AND drift IS NOT NULL "
       "  GROUP BY process_id) "
       "SELECT {}, r.page_size, w.n, {}, s.drift, worst.drift, worst.time_ns, "
-      "  (SELECT m.bound FROM model_errors m WHERE m.process_id = p.id "
-      "   AND m.scheme = ?3 AND m.end_ns >= ?1 AND m.end_ns < ?2 "
+      "  (SELECT m.bound FROM model_errors m "
+      "   INDEXED BY model_errors_by_time WHERE m.process_id = p.id "
+      "   AND m.scheme = ?3 AND m.end_ns >= max(?1, p.first_seen_ns) "
+      "   AND m.end_ns < min(?2, p.last_seen_ns + 1) "
       "   ORDER BY m.end_ns DESC LIMIT 1) "
       "FROM w JOIN processes p ON p.id = w.process_id "
       "JOIN runs r ON r.id = p.run_id "
@@ -268,10 +289,10 @@ StoreResult<std::vector<ProcessWindow>> StoreReader::process_windows(
 
 StoreResult<std::optional<StoredSample>> StoreReader::latest_sample(
     int64_t process_id) {
-  StoreResult<Statement> s = db_->prepare(
-      fmt::format("SELECT {}, drift FROM samples WHERE process_id = ?1 "
-                  "ORDER BY time_ns DESC LIMIT 1",
-                  kSampleColumns));
+  StoreResult<Statement> s = db_->prepare(fmt::format(
+      "SELECT {}, drift FROM samples INDEXED BY samples_by_time WHERE {} "
+      "ORDER BY time_ns DESC LIMIT 1",
+      kSampleColumns, process_rows("time_ns", kAllTime, kNoEnd)));
   if (!s.ok()) return {{}, std::move(s.status)};
   s.value.bind(1, process_id);
   std::vector<StoredSample> rows;
@@ -318,11 +339,15 @@ StoreResult<int64_t> StoreReader::count_samples(int64_t since_ns,
 
 StoreResult<std::vector<ModelErrorRow>> StoreReader::latest_model_errors(
     int64_t process_id) {
+  // The recorder writes every scheme of an interval together: the newest
+  // interval is found walking back from the process's last sight.
   StoreResult<Statement> s = db_->prepare(fmt::format(
-      "SELECT {} FROM model_errors m WHERE process_id = ?1 AND end_ns = "
-      "(SELECT max(end_ns) FROM model_errors WHERE process_id = ?1 "
-      " AND scheme = m.scheme) GROUP BY scheme",
-      kModelErrorColumns));
+      "SELECT {} FROM model_errors INDEXED BY model_errors_by_time "
+      "WHERE process_id = ?1 AND end_ns = ("
+      "  SELECT end_ns FROM model_errors INDEXED BY model_errors_by_time "
+      "  WHERE {} ORDER BY end_ns DESC LIMIT 1) "
+      "GROUP BY scheme",
+      kModelErrorColumns, process_rows("end_ns", kAllTime, kNoEnd)));
   if (!s.ok()) return {{}, std::move(s.status)};
   s.value.bind(1, process_id);
   std::vector<std::optional<ModelErrorRow>> rows;
@@ -333,7 +358,8 @@ StoreResult<std::vector<ModelErrorRow>> StoreReader::latest_model_errors(
 StoreResult<std::vector<ModelErrorRow>> StoreReader::model_errors(
     std::optional<int64_t> process_id, int64_t since_ns, int64_t until_ns) {
   StoreResult<Statement> s = db_->prepare(fmt::format(
-      "SELECT {} FROM model_errors WHERE (?1 IS NULL OR process_id = ?1) "
+      "SELECT {} FROM model_errors INDEXED BY model_errors_by_time "
+      "WHERE (?1 IS NULL OR process_id = ?1) "
       "AND end_ns >= ?2 AND end_ns < ?3 ORDER BY end_ns, process_id",
       kModelErrorColumns));
   if (!s.ok()) return {{}, std::move(s.status)};

@@ -48,6 +48,12 @@ struct SampleRow {
   std::optional<int64_t> vm_hwm{};
   std::optional<int64_t> true_peak{};
   std::optional<int64_t> threads{};
+  // Model fidelity over the interval ending here: events at which the
+  // upstream model's count was compared with the kernel's, and how many
+  // were equal. Empty: not measured (the mm was not seen from creation, or
+  // a row from before schema version 2).
+  std::optional<int64_t> fidelity_checked{};
+  std::optional<int64_t> fidelity_matched{};
 
   bool operator==(const SampleRow&) const = default;
 };

@@ -164,6 +164,77 @@ TEST(StoreSchema, EveryEarlierVersionIsUpgradedOnOpen) {
   }
 }
 
+TEST(StoreSchema, EmptyDatabaseGetsFidelityColumnsAndOnlyTimeIndexes) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  ASSERT_NE(open_store(path), nullptr);
+  RawDb db(path);
+  for (const char* column : {"fidelity_checked", "fidelity_matched"}) {
+    EXPECT_EQ(db.num(std::string("SELECT count(*) FROM pragma_table_info("
+                                 "'samples') WHERE name = '") +
+                     column + "'"),
+              1)
+        << column;
+  }
+  // Ingest appends to these; the per-process indexes of version 1 are gone.
+  EXPECT_EQ(db.text("SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                    "sqlite_schema WHERE type = 'index' AND tbl_name IN "
+                    "('samples', 'model_errors') ORDER BY name)"),
+            "model_errors_by_time,samples_by_time");
+}
+
+TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
+  TempDir dir;
+  const std::string path = dir.file("v1.db");
+  ASSERT_TRUE(Database::create_at_version(path, 1).ok());
+  {
+    // Rows as a version-1 rssauditd wrote them, straight in SQL: this
+    // build's writer only knows the latest schema.
+    RawDb v1(path);
+    v1.exec(
+        "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
+        "NULL);"
+        "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, 3000, "
+        "NULL, NULL);"
+        "INSERT INTO samples (process_id, time_ns, approx_anon, "
+        "precise_anon, drift) VALUES (1, 1000, 5, 4, 1), (1, 2000, 7, 4, 3);"
+        "INSERT INTO model_errors VALUES (1, 1000, 2000, 'upstream', 9, 62, "
+        "3, 6304);");
+  }
+  std::unique_ptr<Store> store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), latest_schema_version());
+  // New rows after the upgrade carry fidelity; ids go on after the old ones.
+  store->begin_run(test_run(5000));
+  const int64_t p = store->upsert_process({10, 900}, "new", "/x", 5000);
+  EXPECT_EQ(p, 2);
+  SampleRow fresh = make_sample(p, 5000, 1);
+  fresh.fidelity_checked = 40;
+  fresh.fidelity_matched = 39;
+  store->add_sample(fresh);
+  ASSERT_TRUE(store->flush().ok());
+  store.reset();
+
+  std::unique_ptr<StoreReader> reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto old_rows = reader->process_history(1, 0, 10'000);
+  ASSERT_TRUE(old_rows.ok()) << old_rows.status.message;
+  ASSERT_EQ(old_rows.value.size(), 2u);
+  EXPECT_EQ(old_rows.value[1].row.approximate[kAnonPages], 7);
+  EXPECT_EQ(old_rows.value[1].drift, 3);
+  for (const StoredSample& s : old_rows.value) {
+    EXPECT_EQ(s.row.fidelity_checked, std::nullopt);  // not measured
+    EXPECT_EQ(s.row.fidelity_matched, std::nullopt);
+  }
+  auto latest = reader->latest_sample(p);
+  ASSERT_TRUE(latest.ok() && latest.value) << latest.status.message;
+  EXPECT_EQ(latest.value->row, fresh);
+  auto errors = reader->latest_model_errors(1);
+  ASSERT_TRUE(errors.ok()) << errors.status.message;
+  ASSERT_EQ(errors.value.size(), 1u);
+  EXPECT_EQ(errors.value[0].largest_error, 9);
+}
+
 TEST(StoreSchema, VersionZeroHoldingOtherTablesIsRefusedAndLeftUntouched) {
   TempDir dir;
   const std::string path = dir.file("other.db");

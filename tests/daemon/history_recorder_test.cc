@@ -1,0 +1,283 @@
+// HistoryRecorder fed by AuditPipeline with synthetic update streams (no
+// BPF): the processes are real children of the test, so /proc answers as it
+// would for the daemon, but every update is made up here.
+#include "daemon/history_recorder.h"
+
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/proc_cgroup.h"
+#include "core/proc_stat.h"
+#include "core/topology.h"
+#include "core/upstream_percpu.h"
+#include "daemon/store_queries.h"
+
+namespace rssaudit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr uint64_t kMmAddr = 0xffff888012345000;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A child that waits to be killed, or exits at once and stays a zombie
+// until reaped.
+class Child {
+ public:
+  enum Mode { kWaiting, kZombie };
+  explicit Child(Mode mode) {
+    pid_ = fork();
+    if (pid_ < 0) std::abort();
+    if (pid_ == 0) {
+      if (mode == kWaiting) pause();
+      _exit(0);
+    }
+    if (mode == kZombie) {
+      // Exited once its stat says so; it stays until reaped.
+      for (int i = 0; i < 2000 && state() != 'Z'; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~Child() { reap(); }
+  void reap() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  uint32_t pid() const { return static_cast<uint32_t>(pid_); }
+  ProcStat stat() const {
+    auto s = parse_proc_stat(read_file(fmt::format("/proc/{}/stat", pid_)));
+    EXPECT_TRUE(s.ok());
+    return s.ok() ? s.value() : ProcStat{};
+  }
+
+ private:
+  char state() const {
+    auto s = parse_proc_stat(read_file(fmt::format("/proc/{}/stat", pid_)));
+    return s.ok() ? s.value().state : '?';
+  }
+  pid_t pid_ = -1;
+};
+
+class HistoryRecorderTest : public ::testing::Test {
+ protected:
+  HistoryRecorderTest()
+      : topology_(Topology::for_cpus(2)),
+        kernel_(topology_),
+        pipeline_(topology_),
+        sampler_(WalkPolicy{}) {}
+
+  void SetUp() override {
+    std::string templ = fs::temp_directory_path() / "rssaudit-rec-XXXXXX";
+    dir_ = mkdtemp(templ.data());
+    path_ = dir_ / "rssaudit.db";
+    auto store = Store::open(path_, {});
+    ASSERT_TRUE(store.ok()) << store.status.message;
+    store_ = std::move(store.value);
+    store_->begin_run(RunInfo{.host = "h",
+                              .kernel_release = "6.1",
+                              .nr_cpus = 2,
+                              .batch = 32,
+                              .page_size = 4096,
+                              .rssaudit_version = "test",
+                              .started_ns = 0});
+    recorder_ = std::make_unique<HistoryRecorder>(*store_, sampler_,
+                                                  RecorderOptions{}, 4096);
+    pipeline_.set_exit_hook(
+        [this](AuditPipeline::LiveMm& mm) { recorder_->on_exit(mm, now_); });
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `tgid` faults in (or unmaps) `pages` one at a time, alternating CPUs;
+  // the kernel's count is the upstream model's own, as on a real kernel.
+  void updates(uint32_t tgid, int pages) {
+    for (int i = 0; i < std::abs(pages); ++i) {
+      Update u;
+      u.time_ns = static_cast<uint64_t>(++clock_);
+      u.task = tgid;
+      u.cpu = static_cast<uint32_t>(i % 2);
+      u.delta = pages > 0 ? 1 : -1;
+      u.member = kAnonPages;
+      kernel_.add(u);
+      UpdateInfo info;
+      info.end_ns = u.time_ns;
+      info.kernel_count = kernel_.approximate(kAnonPages);
+      info.tgid = tgid;
+      pipeline_.on_update(key_, u, info);
+    }
+  }
+  void mm_ends() {
+    pipeline_.on_life(key_, LifeEvent{LifeKind::kMmExit, 0, 0});
+    pipeline_.on_mm_destroyed(key_);
+  }
+  std::unique_ptr<StoreReader> flushed_reader() {
+    const StoreStatus s = store_->flush();
+    EXPECT_TRUE(s.ok()) << s.message;
+    auto reader = StoreReader::open_read_only(path_);
+    EXPECT_TRUE(reader.ok()) << reader.status.message;
+    return std::move(reader.value);
+  }
+  int64_t count(const std::string& sql) {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    const int64_t n =
+        sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+  }
+
+  Topology topology_;
+  UpstreamPercpu kernel_;
+  AuditPipeline pipeline_;
+  ProcessSampler sampler_;
+  fs::path dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<HistoryRecorder> recorder_;
+  const MmKey key_{kMmAddr, 1};
+  int64_t clock_ = 0;
+  int64_t now_ = 10 * kSecond;
+};
+
+TEST_F(HistoryRecorderTest, ProcessEndingBeforeAnyTickIsRecordedFromItsZombie) {
+  Child child(Child::kZombie);
+  const ProcStat zombie = child.stat();
+  ASSERT_EQ(zombie.state, 'Z');
+  const auto cgroup =
+      parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
+  ASSERT_TRUE(cgroup.ok());
+
+  recorder_->sample(pipeline_, 9 * kSecond);  // a tick before it existed
+  pipeline_.on_mm_created(key_, true);
+  updates(child.pid(), 40);
+  updates(child.pid(), -37);  // 3 pages left at exit_mmap: an anomaly
+  mm_ends();
+
+  EXPECT_EQ(recorder_->stats().unsampled_exits, 1u);
+  EXPECT_EQ(recorder_->stats().unnamed_exits, 0u);
+  EXPECT_EQ(recorder_->stats().residues, 1u);
+  auto reader = flushed_reader();
+  auto found = reader->processes_with_pid(child.pid());
+  ASSERT_TRUE(found.ok());
+  ASSERT_EQ(found.value.size(), 1u);
+  const ProcessSummary& p = found.value[0];
+  EXPECT_EQ(p.identity.start_ticks, zombie.start_time);
+  EXPECT_EQ(p.comm, zombie.comm);
+  EXPECT_EQ(p.cgroup, cgroup.value().v2_path.value_or(""));
+  EXPECT_EQ(p.exit_ns, now_);
+  EXPECT_EQ(p.exit_residue, 3);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM anomalies WHERE "
+                              "process_id = {} AND kind = 'exit_residue'",
+                              p.id)),
+            1);
+  // Its whole life's largest errors, per scheme, since the previous tick.
+  auto errors = reader->latest_model_errors(p.id);
+  ASSERT_TRUE(errors.ok()) << errors.status.message;
+  ASSERT_EQ(errors.value.size(), SchemeSet::kCount);
+  EXPECT_EQ(errors.value[0].start_ns, 9 * kSecond);
+  EXPECT_EQ(errors.value[0].end_ns, now_);
+  // Upstream at batch 32 on 2 CPUs: up to 31 pages per CPU not yet folded.
+  EXPECT_GT(errors.value[0].largest_error, 0);
+  EXPECT_LE(errors.value[0].largest_error, 2 * 31);
+}
+
+TEST_F(HistoryRecorderTest,
+       ProcessReapedBeforeItsExitIsSeenHasUnknownIdentity) {
+  Child child(Child::kWaiting);
+  const uint32_t pid = child.pid();
+  child.reap();  // gone from /proc before the exit event is handled
+  pipeline_.on_mm_created(key_, true);
+  updates(pid, 5);
+  updates(pid, -5);
+  mm_ends();
+
+  EXPECT_EQ(recorder_->stats().unnamed_exits, 1u);
+  EXPECT_EQ(recorder_->stats().residues, 0u);
+  auto reader = flushed_reader();
+  auto found = reader->processes_with_pid(pid);
+  ASSERT_TRUE(found.ok());
+  ASSERT_EQ(found.value.size(), 1u);
+  EXPECT_EQ(found.value[0].identity.start_ticks, 0u);  // unknown
+  EXPECT_EQ(found.value[0].comm, "");                  // unknown
+  EXPECT_EQ(found.value[0].exit_residue, 0);
+  EXPECT_EQ(count("SELECT count(*) FROM anomalies"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM model_errors"),
+            static_cast<int64_t>(SchemeSet::kCount));
+}
+
+TEST_F(HistoryRecorderTest, MmWithoutUpdatesOrOfALiveProcessGetsNoExitRow) {
+  // An exec replaced the mm of this (live) process: no exit.
+  pipeline_.on_mm_created(key_, true);
+  updates(static_cast<uint32_t>(getpid()), 2);
+  mm_ends();
+  // An mm that never changed a counter names no process.
+  pipeline_.on_mm_created(MmKey{kMmAddr + 4096, 1}, true);
+  pipeline_.on_mm_destroyed(MmKey{kMmAddr + 4096, 1});
+
+  EXPECT_EQ(recorder_->stats().exits, 0u);
+  flushed_reader();
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), 0);
+}
+
+TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
+  Child child(Child::kWaiting);
+  pipeline_.on_mm_created(key_, true);
+  EXPECT_EQ(recorder_->identity(kMmAddr), nullptr);  // not sampled yet
+  updates(child.pid(), 50);
+  recorder_->sample(pipeline_, 11 * kSecond);
+  updates(child.pid(), 7);
+  recorder_->sample(pipeline_, 12 * kSecond);
+
+  const RecordedIdentity* who = recorder_->identity(kMmAddr);
+  ASSERT_NE(who, nullptr);
+  const ProcStat stat = child.stat();
+  EXPECT_EQ(who->pid, child.pid());
+  EXPECT_EQ(who->start_ticks, stat.start_time);
+  EXPECT_EQ(who->comm, stat.comm);
+  const auto cgroup =
+      parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
+  ASSERT_TRUE(cgroup.ok());
+  EXPECT_EQ(who->cgroup, cgroup.value().v2_path.value_or(""));
+  EXPECT_EQ(recorder_->identity(kMmAddr + 4096), nullptr);
+
+  auto reader = flushed_reader();
+  auto rows = reader->process_history(who->process_id, 0, 100 * kSecond);
+  ASSERT_TRUE(rows.ok()) << rows.status.message;
+  ASSERT_EQ(rows.value.size(), 2u);
+  // Per interval: every event was compared, and the model is the kernel.
+  EXPECT_EQ(rows.value[0].row.fidelity_checked, 50);
+  EXPECT_EQ(rows.value[0].row.fidelity_matched, 50);
+  EXPECT_EQ(rows.value[1].row.fidelity_checked, 7);
+  EXPECT_EQ(rows.value[1].row.fidelity_matched, 7);
+
+  // The mm ends while its process lives on (as after an exec): no exit
+  // row, and the mm is no longer labelled.
+  mm_ends();
+  EXPECT_EQ(recorder_->identity(kMmAddr), nullptr);
+  EXPECT_EQ(recorder_->stats().exits, 0u);
+}
+
+}  // namespace
+}  // namespace rssaudit
