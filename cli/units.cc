@@ -31,4 +31,10 @@ std::string format_size(int64_t pages, int64_t page_size, SizeUnit unit,
   return fmt::format("{}{:.1f} GiB", sign, bytes / (1 << 30));
 }
 
+void add_unit_options(CLI::App& sub, UnitOptions& o) {
+  CLI::Option* pages =
+      sub.add_flag("--pages", o.pages, "Memory amounts in pages");
+  sub.add_flag("--bytes", o.bytes, "Memory amounts in bytes")->excludes(pages);
+}
+
 }  // namespace rssaudit::cli

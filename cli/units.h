@@ -1,6 +1,7 @@
 // Human units for page counts.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
@@ -11,6 +12,20 @@ std::string pages_as_mib(int64_t pages);
 
 // How the query commands print memory amounts (--pages, --bytes).
 enum class SizeUnit { kHuman, kPages, kBytes };
+
+// --pages / --bytes as chosen on the command line.
+struct UnitOptions {
+  bool pages = false;
+  bool bytes = false;
+  SizeUnit unit() const {
+    return pages   ? SizeUnit::kPages
+           : bytes ? SizeUnit::kBytes
+                   : SizeUnit::kHuman;
+  }
+};
+
+// --pages and --bytes (exclusive).
+void add_unit_options(CLI::App& sub, UnitOptions& o);
 
 // `pages` of `page_size` bytes: "640 KiB", "1.5 MiB", "2.0 GiB" (human),
 // "384 pg" or "1572864 B". Signed amounts (drift) get an explicit "+".

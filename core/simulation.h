@@ -13,6 +13,8 @@
 
 namespace rssaudit {
 
+class MmAudit;
+
 struct SchemeOutcome {
   std::string_view name;
   Bound bound;                // largest bound seen (pages per counter)
@@ -28,6 +30,12 @@ struct SimulationResult {
   int64_t peak_rss = 0;  // largest true RSS of any mm, pages
   std::vector<SchemeOutcome> schemes;
 };
+
+// One mm's figures per scheme, in SchemeSet::kNames order, as of now: the
+// largest bound of any member, the final error of the member furthest off,
+// and its own shared updates and bytes. Simulation and `whatif` both report
+// through this, so an mm gets the same figures whatever fed it.
+std::vector<SchemeOutcome> mm_outcomes(const MmAudit& mm);
 
 // `progress(updates_done)` is called about every million updates.
 SimulationResult simulate(const Topology& t, const WorkloadParams& p,

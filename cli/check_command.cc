@@ -1,0 +1,425 @@
+#include "cli/check_command.h"
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/daemon_client.h"
+#include "cli/query_support.h"
+#include "cli/scheme_report.h"
+#include "core/topology.h"
+#include "core/upstream_percpu.h"
+#include "daemon/bpf_capture.h"
+#include "daemon/store_db.h"
+
+namespace rssaudit::cli {
+namespace {
+
+// rssauditd's default control socket (its --socket).
+
+struct CheckOptions {
+  QueryOptions query;  // --db, --json, --pages, --bytes
+  std::string socket;
+};
+
+// The capabilities rssaudit uses, with what each is for.
+struct CapabilityUse {
+  const char* name;
+  int bit;
+  const char* purpose;
+};
+constexpr CapabilityUse kCapabilities[] = {
+    {"CAP_BPF", 39, "load the BPF programs"},
+    {"CAP_PERFMON", 38, "attach tracing programs and read kernel memory"},
+    {"CAP_SYS_PTRACE", 19, "walk other processes' pagemap and smaps_rollup"},
+    {"CAP_DAC_READ_SEARCH", 2, "read /proc files of other users' processes"},
+};
+// Before Linux 5.8 CAP_SYS_ADMIN stood for CAP_BPF and CAP_PERFMON; it
+// still grants both.
+constexpr int kCapSysAdmin = 21;
+
+// CapEff from /proc/self/status: the set the kernel checks, whatever the
+// uid (a root shell in a container may lack some).
+std::optional<uint64_t> effective_capabilities() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    try {
+      return std::stoull(line.substr(7), nullptr, 16);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  return line;
+}
+
+// "6.18.0-1-amd64" is at least 6.2.
+bool release_at_least(const std::string& release, int major, int minor) {
+  int a = 0, b = 0;
+  if (std::sscanf(release.c_str(), "%d.%d", &a, &b) != 2) return false;
+  return a > major || (a == major && b >= minor);
+}
+
+// Probes run without libbpf's own warnings on stderr: check reports them.
+class QuietLibbpf {
+ public:
+  QuietLibbpf() : previous_(libbpf_set_print(nullptr)) {}
+  ~QuietLibbpf() { libbpf_set_print(previous_); }
+
+ private:
+  libbpf_print_fn_t previous_;
+};
+
+struct RingBuffer {
+  std::optional<bool> present;  // null: could not tell
+  std::string how;
+};
+
+// Creating one is the real test; without the privilege to create maps, the
+// kernel's BTF still says whether it has the ring buffer's type (5.8+).
+RingBuffer probe_ring_buffer() {
+  QuietLibbpf quiet;
+  const int r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr);
+  if (r >= 0) return {r == 1, "created one"};
+  if (btf* b = btf__load_vmlinux_btf()) {
+    const bool found =
+        btf__find_by_name_kind(b, "bpf_ringbuf", BTF_KIND_STRUCT) >= 0;
+    btf__free(b);
+    return {found, fmt::format("kernel BTF; creating one failed: {}",
+                               std::strerror(-r))};
+  }
+  return {std::nullopt,
+          fmt::format("cannot create one: {}", std::strerror(-r))};
+}
+
+struct DbState {
+  bool exists = false;
+  std::optional<int> schema_version;
+  std::string status;  // why it cannot be read, or empty
+};
+
+DbState probe_database(const std::string& path) {
+  DbState d;
+  std::error_code ec;
+  d.exists = std::filesystem::exists(path, ec);
+  if (!d.exists) return d;
+  // Read-only: a check must never create, upgrade or lock the history.
+  auto db = rssaudit::Database::open(path, rssaudit::Database::Mode::kReadOnly);
+  if (db.ok())
+    d.schema_version = latest_schema_version();
+  else
+    d.status = db.status.message;
+  return d;
+}
+
+struct Socket {
+  bool exists = false;
+  bool accepting = false;
+  std::string status;
+};
+
+Socket probe_socket(const std::string& path) {
+  Socket s;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    s.status = std::strerror(errno);
+    return s;
+  }
+  s.exists = true;
+  if (!S_ISSOCK(st.st_mode)) {
+    s.status = "not a socket";
+    return s;
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    s.status = "path too long for a Unix socket";
+    return s;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    s.status = std::strerror(errno);
+    return s;
+  }
+  // Connecting and closing is all: the protocol is the socket client's.
+  s.accepting =
+      connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  if (!s.accepting) s.status = std::strerror(errno);
+  close(fd);
+  return s;
+}
+
+struct Report {
+  utsname uts{};
+  long online_cpus = 0;
+  int possible_cpus = 0;
+  int64_t page_size = 0;
+  CaptureSupport support;
+  RingBuffer ring;
+  bool percpu_rss = false;
+  std::string scheme_source;  // "btf" or "kernel version"
+  Topology host;              // the kernel's batch for the online CPUs
+  int64_t bound = 0;          // pages per counter, percpu_counter only
+  std::optional<uint64_t> caps;
+  std::vector<std::string> missing_caps;
+  std::optional<bool> bpf_stats;
+  std::string db_path;
+  DbState db;
+  std::string socket_path;
+  Socket socket;
+  std::vector<std::string> blockers;  // why capture cannot run
+};
+
+bool has_cap(const Report& r, int bit) {
+  return r.caps && (*r.caps >> bit & 1);
+}
+
+Report gather(const CheckOptions& o) {
+  Report r;
+  uname(&r.uts);
+  r.online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  {
+    QuietLibbpf quiet;
+    r.possible_cpus = libbpf_num_possible_cpus();
+  }
+  r.page_size = sysconf(_SC_PAGESIZE);
+  r.support = probe_capture_support();
+  r.ring = probe_ring_buffer();
+  if (r.support.btf) {
+    r.percpu_rss = r.support.percpu_rss;
+    r.scheme_source = "btf";
+  } else {
+    // f1a7941243c1 merged in 6.2.
+    r.percpu_rss = release_at_least(r.uts.release, 6, 2);
+    r.scheme_source = "kernel version";
+  }
+  r.host =
+      Topology::for_cpus(static_cast<uint32_t>(std::max(1L, r.online_cpus)));
+  r.bound = *UpstreamPercpu(r.host).bound(kAnonPages);
+  r.caps = effective_capabilities();
+  for (const CapabilityUse& c : kCapabilities) {
+    const bool admin_covers =
+        c.bit >= 38 && has_cap(r, kCapSysAdmin);  // CAP_BPF, CAP_PERFMON
+    if (!has_cap(r, c.bit) && !admin_covers) r.missing_caps.push_back(c.name);
+  }
+  if (auto v = read_line("/proc/sys/kernel/bpf_stats_enabled"))
+    r.bpf_stats = *v != "0";
+  r.db_path = o.query.db;
+  r.db = probe_database(o.query.db);
+  r.socket_path = o.socket;
+  r.socket = probe_socket(o.socket);
+
+  // What BpfCapture::open() refuses on, in its words, then the ring buffer
+  // it also needs.
+  std::stringstream missing(r.support.missing);
+  for (std::string why; std::getline(missing, why, ';');) {
+    if (why.starts_with(' ')) why.erase(0, 1);
+    if (!why.empty()) r.blockers.push_back(why);
+  }
+  if (r.ring.present == false)
+    r.blockers.push_back("the kernel has no BPF ring buffer (Linux 5.8+)");
+  return r;
+}
+
+nlohmann::json optional_json(const std::optional<bool>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+void print_json(const Report& r) {
+  nlohmann::json caps = nlohmann::json::object();
+  for (const CapabilityUse& c : kCapabilities)
+    caps[c.name] =
+        r.caps ? nlohmann::json(has_cap(r, c.bit)) : nlohmann::json(nullptr);
+  const bool percpu = r.percpu_rss;
+  nlohmann::json j = {
+      {"kernel_release", r.uts.release},
+      {"machine", r.uts.machine},
+      {"online_cpus", r.online_cpus},
+      {"possible_cpus", r.possible_cpus},
+      {"page_size", r.page_size},
+      {"btf", r.support.btf},
+      {"tp_btf_targets", r.support.tracepoints},
+      {"ring_buffer", optional_json(r.ring.present)},
+      {"counting_scheme", percpu ? "percpu_counter" : "atomic_per_task_cache"},
+      {"counting_scheme_from", r.scheme_source},
+      {"batch", percpu ? nlohmann::json(r.host.upstream_batch)
+                       : nlohmann::json(nullptr)},
+      {"bound_pages",
+       percpu ? nlohmann::json(r.bound) : nlohmann::json(nullptr)},
+      {"bound_bytes", percpu ? nlohmann::json(r.bound * r.page_size)
+                             : nlohmann::json(nullptr)},
+      {"root", geteuid() == 0},
+      {"capabilities", caps},
+      {"missing_capabilities", r.missing_caps},
+      {"bpf_stats_enabled", optional_json(r.bpf_stats)},
+      {"database",
+       {{"path", r.db_path},
+        {"exists", r.db.exists},
+        {"schema_version", r.db.schema_version
+                               ? nlohmann::json(*r.db.schema_version)
+                               : nlohmann::json(nullptr)},
+        {"error", r.db.status.empty() ? nlohmann::json(nullptr)
+                                      : nlohmann::json(r.db.status)}}},
+      {"socket",
+       {{"path", r.socket_path},
+        {"exists", r.socket.exists},
+        {"accepting", r.socket.accepting}}},
+      {"can_capture", r.blockers.empty()},
+      {"reasons", r.blockers}};
+  fmt::print("{}\n", j.dump(2));
+}
+
+// "label        text", the text wrapped at 80 columns under itself.
+void line(std::string_view label, const std::string& text) {
+  constexpr size_t kIndent = 13, kWidth = 80;
+  std::string out = fmt::format("{:<{}}", label, kIndent);
+  size_t col = kIndent;
+  std::istringstream words(text);
+  bool first = true;
+  for (std::string w; words >> w; first = false) {
+    if (!first && col + 1 + w.size() > kWidth) {
+      out += "\n" + std::string(kIndent, ' ');
+      col = kIndent;
+    } else if (!first) {
+      out += ' ';
+      ++col;
+    }
+    out += w;
+    col += w.size();
+  }
+  fmt::print("{}\n", out);
+}
+
+void print_human(const Report& r, SizeUnit unit) {
+  line("kernel",
+       fmt::format("{} {}; {} CPUs online, {} possible", r.uts.release,
+                   r.uts.machine, r.online_cpus, r.possible_cpus));
+  line("BTF", r.support.btf ? "yes, /sys/kernel/btf/vmlinux"
+                            : "no: /sys/kernel/btf/vmlinux does not load "
+                              "(CONFIG_DEBUG_INFO_BTF)");
+  line("tp_btf", !r.support.btf ? "unknown without BTF"
+                 : r.support.tracepoints
+                     ? "every target: rss_stat, task_newtask, "
+                       "sched_process_exec, sched_process_exit, exit_mmap"
+                     : "missing some (see below)");
+  line("ring buffer",
+       r.ring.present
+           ? fmt::format("{} ({})", *r.ring.present ? "yes" : "no", r.ring.how)
+           : fmt::format("unknown ({})", r.ring.how));
+  if (r.percpu_rss) {
+    line("counting",
+         fmt::format("percpu_counter (Linux 6.2+, f1a7941243c1), from {}",
+                     r.scheme_source));
+    line("batch", fmt::format("{} = max(32, 2 x {} online CPUs)",
+                              r.host.upstream_batch, r.online_cpus));
+    line("bound", fmt::format("{} per counter = {} CPUs x (batch {} - 1) "
+                              "= {} pages",
+                              format_size(r.bound, r.page_size, unit),
+                              r.online_cpus, r.host.upstream_batch, r.bound));
+  } else {
+    line("counting",
+         fmt::format("atomic counters + per-task caches (Linux < 6.2, "
+                     "SPLIT_RSS_COUNTING: up to 64 events per thread), "
+                     "from {}; rssaudit audits percpu_counter kernels",
+                     r.scheme_source));
+  }
+  std::string privileges =
+      fmt::format("uid {}, euid {}; ", getuid(), geteuid());
+  if (!r.caps) {
+    privileges +=
+        "effective capabilities unknown (no CapEff in "
+        "/proc/self/status)";
+  } else if (r.missing_caps.empty()) {
+    privileges +=
+        "all of CAP_BPF CAP_PERFMON CAP_SYS_PTRACE "
+        "CAP_DAC_READ_SEARCH";
+  } else {
+    privileges += "missing:";
+    for (const CapabilityUse& c : kCapabilities)
+      if (std::find(r.missing_caps.begin(), r.missing_caps.end(), c.name) !=
+          r.missing_caps.end())
+        privileges += fmt::format(" {} (to {});", c.name, c.purpose);
+    privileges.pop_back();
+  }
+  line("privileges", privileges);
+  line("bpf_stats", !r.bpf_stats ? "unknown (no kernel.bpf_stats_enabled)"
+                    : *r.bpf_stats
+                        ? "on: bpftool prog show reports BPF run time"
+                        : "off (sysctl kernel.bpf_stats_enabled=1 to measure "
+                          "BPF run time)");
+  // The store's own messages already name the file.
+  line("database", !r.db.exists ? r.db_path + ": absent"
+                   : r.db.schema_version
+                       ? fmt::format("{}: schema version {}, readable",
+                                     r.db_path, *r.db.schema_version)
+                       : r.db.status);
+  line("socket",
+       r.socket_path + ": " +
+           (r.socket.accepting ? std::string("rssauditd accepts connections")
+            : r.socket.exists
+                ? "present, not accepting (" + r.socket.status + ")"
+                : "absent"));
+  if (r.blockers.empty()) {
+    line("capture", "yes: rssauditd, record and whatif --pid can run here");
+  } else {
+    line("capture", "no:");
+    for (const std::string& why : r.blockers) line("", "- " + why);
+  }
+}
+
+void check(const CheckOptions& o) {
+  const Report r = gather(o);
+  if (o.query.json)
+    print_json(r);
+  else
+    print_human(r, o.query.unit());
+  if (!r.blockers.empty())
+    throw std::runtime_error(fmt::format("cannot capture on this host: {}",
+                                         fmt::join(r.blockers, "; ")));
+}
+
+}  // namespace
+
+void register_check(CLI::App& app) {
+  auto o = std::make_shared<CheckOptions>();
+  o->socket = default_socket_path();
+  CLI::App* sub = app.add_subcommand(
+      "check",
+      "What this host offers: BPF features, the kernel's counting scheme and "
+      "batch, privileges, the history database and rssauditd's socket");
+  add_query_options(*sub, o->query);
+  sub->add_option("--socket", o->socket,
+                  "rssauditd's control socket (env RSSAUDIT_SOCKET)")
+      ->capture_default_str();
+  sub->callback([o] { check(*o); });
+}
+
+}  // namespace rssaudit::cli

@@ -1,0 +1,445 @@
+#include "cli/whatif_command.h"
+
+#include <fmt/core.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "cli/errors.h"
+#include "cli/scheme_report.h"
+#include "core/hpcc_tree.h"
+#include "core/record_format.h"
+#include "daemon/audit_pipeline.h"
+#include "daemon/bpf_capture.h"
+#include "daemon/delta_reconstructor.h"
+#include "daemon/mm_resync.h"
+#include "daemon/recording.h"
+#include "daemon/sampler.h"
+
+namespace rssaudit::cli {
+namespace {
+
+std::atomic<bool> interrupted{false};
+
+struct WhatifOptions {
+  uint32_t pid = 0;
+  double duration_s = 10;
+  std::string recording;
+  SyntheticRun synthetic;  // its cpus is --cpus for every source
+  size_t top = 5;
+  bool json = false;
+  UnitOptions units;
+  // Given on the command line: they choose the source, or must not be
+  // mixed with another one.
+  CLI::Option* pid_option = nullptr;
+  CLI::Option* duration_option = nullptr;
+  CLI::Option* recording_option = nullptr;
+  CLI::Option* top_option = nullptr;
+  std::vector<CLI::Option*> synthetic_options;  // --workload first
+};
+
+// One mm's audit as whatif reports it.
+struct MmReport {
+  MmSummary summary;
+  std::vector<SchemeOutcome> schemes;
+};
+
+// The raw capture stream of a recording or a live capture, reconstructed
+// into exact updates and fed to the models as `replay` does; keeps the
+// per-scheme figures of each mm of process `pid` (0: every mm), taken when
+// the mm ends or at finish(). The models may run on another topology than
+// the recording host's: CPU ids are then folded into the model's CPUs, and
+// the upstream model no longer mirrors the kernel (fidelity is meaningless).
+class StreamAudit : public ReconstructorSink {
+ public:
+  StreamAudit(const RecordHeader& header, const Topology& models, uint32_t pid)
+      : reconstructor_(
+            ReconstructorOptions{header.nr_cpu_ids, header.percpu_batch}),
+        pipeline_(models, 0),  // reports are kept here, not as summaries
+        model_cpus_(models.nr_cpus),
+        pid_(pid) {
+    pipeline_.set_exit_hook([this](AuditPipeline::LiveMm& mm) { keep(mm); });
+  }
+
+  void on_event(const rss_event& e) {
+    reconstructor_.on_event(e, *this);
+    latest_start_ = std::max<uint64_t>(latest_start_, e.start_ns);
+  }
+  // Every record that started before `now_ns` has arrived.
+  void advance(uint64_t now_ns) { reconstructor_.advance(now_ns, *this); }
+  // Live only: baselines from /proc for mms older than the capture.
+  void resync(MmResync& resync, uint64_t now_ns) {
+    resync.run(reconstructor_, now_ns);
+  }
+  // After a block of a recording: what started before its latest record.
+  void advance_to_latest() { advance(latest_start_); }
+  // The end of the stream: mms still alive are reported as they are now.
+  void finish() {
+    reconstructor_.flush(*this);
+    pipeline_.for_each_live([this](AuditPipeline::LiveMm& mm) { keep(mm); });
+  }
+
+  void on_mm_created(const MmKey& mm, bool from_zero) override {
+    pipeline_.on_mm_created(mm, from_zero);
+  }
+  void on_update(const MmKey& mm, const Update& u,
+                 const UpdateInfo& info) override {
+    Update folded = u;
+    folded.cpu %= model_cpus_;
+    pipeline_.on_update(mm, folded, info);
+  }
+  void on_life(const MmKey& mm, const LifeEvent& e) override {
+    LifeEvent folded = e;
+    folded.cpu %= model_cpus_;
+    pipeline_.on_life(mm, folded);
+  }
+  void on_mm_destroyed(const MmKey& mm) override {
+    pipeline_.on_mm_destroyed(mm);
+  }
+  void on_baseline(const MmKey& mm, int member,
+                   std::optional<int64_t> pages) override {
+    pipeline_.on_baseline(mm, member, pages);
+  }
+
+  const ReconstructorStats& stats() const { return reconstructor_.stats(); }
+  const AuditPipeline& pipeline() const { return pipeline_; }
+  std::vector<MmReport>& reports() { return reports_; }
+
+ private:
+  void keep(AuditPipeline::LiveMm& mm) {
+    if (!mm.summary.updates) return;  // nothing to model
+    if (pid_ && mm.summary.tgid != pid_) return;
+    reports_.push_back(MmReport{mm.summary, mm_outcomes(mm.audit)});
+  }
+
+  DeltaReconstructor reconstructor_;
+  AuditPipeline pipeline_;
+  uint32_t model_cpus_;
+  uint32_t pid_;
+  uint64_t latest_start_ = 0;
+  std::vector<MmReport> reports_;
+};
+
+// Where the stream came from, for the report.
+struct StreamSource {
+  std::string kind;  // "recording" or "live"
+  std::string name;  // the file, or "pid N (comm)"
+  RecordHeader header;
+  Topology models;
+  bool models_as_recorded = true;
+  uint64_t events = 0;
+  uint64_t drops = 0;  // live: records lost in the ring buffer
+  std::optional<RecordError> error;
+};
+
+// The models' topology: the recording host's, or --cpus N with the kernel's
+// batch for N CPUs; --shape/--batch apply to HPCC either way.
+Topology models_for(const WhatifOptions& o, const RecordHeader& h,
+                    bool& as_recorded) {
+  as_recorded = o.synthetic.cpus == -1;
+  if (as_recorded) return with_model_options(topology_of(h), o.synthetic.model);
+  return model_topology(o.synthetic.model, o.synthetic.cpus);
+}
+
+nlohmann::json mm_json(const MmReport& r, bool with_fidelity,
+                       int64_t page_size) {
+  const MmSummary& m = r.summary;
+  nlohmann::json j = {
+      {"tgid", m.tgid},
+      {"alive", m.alive},
+      {"from_zero", m.from_zero},
+      {"updates", m.updates},
+      {"flagged", m.flagged},
+      {"exact_rss_pages", m.exact_rss},
+      // Unknown (null) without an absolute value: the mm existed before
+      // the capture and was not resynced from /proc (always so in a
+      // recording).
+      {"peak_rss_pages",
+       m.absolute ? nlohmann::json(m.peak_rss) : nlohmann::json(nullptr)},
+      {"schemes", schemes_json(r.schemes, m.updates, page_size)}};
+  if (with_fidelity) {
+    j["fidelity_checked"] = m.fidelity_checked;
+    j["fidelity_matched"] = m.fidelity_matched;
+  }
+  return j;
+}
+
+void print_report(const WhatifOptions& o, const StreamSource& s,
+                  StreamAudit& audit) {
+  std::vector<MmReport>& mms = audit.reports();
+  // Most active first: the mms whose figures rest on the most updates.
+  std::stable_sort(mms.begin(), mms.end(),
+                   [](const MmReport& a, const MmReport& b) {
+                     return a.summary.updates > b.summary.updates;
+                   });
+  const size_t shown = o.pid ? mms.size() : std::min(o.top, mms.size());
+  const int64_t page_size = s.header.page_size ? s.header.page_size : kPageSize;
+  const ReconstructorStats& st = audit.stats();
+  const AuditPipeline& p = audit.pipeline();
+  if (o.json) {
+    nlohmann::json j = {
+        {"source", s.kind},
+        {"kernel", s.header.kernel_release},
+        {"host", s.header.host_name},
+        {"nr_cpu_ids", s.header.nr_cpu_ids},
+        {"batch", s.header.percpu_batch},
+        {"page_size", page_size},
+        {"events", s.events},
+        {"updates", st.updates},
+        {"ambiguous", st.ambiguous},
+        {"model_cpus", s.models.nr_cpus},
+        {"model_upstream_batch", s.models.upstream_batch},
+        {"hpcc_batch", s.models.hpcc_batch},
+        {"hpcc_shape", hpcc_shape(s.models)},
+        {"models_as_recorded", s.models_as_recorded},
+        {"fidelity_checked", s.models_as_recorded
+                                 ? nlohmann::json(p.fidelity_checked())
+                                 : nlohmann::json(nullptr)},
+        {"fidelity_matched", s.models_as_recorded
+                                 ? nlohmann::json(p.fidelity_matched())
+                                 : nlohmann::json(nullptr)},
+        {"mms_audited", mms.size()},
+        {"error",
+         s.error ? nlohmann::json(s.error->message) : nlohmann::json(nullptr)},
+        {"mms", nlohmann::json::array()}};
+    if (s.kind == "live") {
+      j["pid"] = o.pid;
+      j["dropped"] = s.drops;
+    } else {
+      j["recording"] = s.name;
+    }
+    for (size_t i = 0; i < shown; ++i)
+      j["mms"].push_back(mm_json(mms[i], s.models_as_recorded, page_size));
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("{}: kernel {}, {} CPUs, batch {}\n", s.name,
+             s.header.kernel_release, s.header.nr_cpu_ids,
+             s.header.percpu_batch);
+  fmt::print("{} events, {} updates ({} ambiguous), {} mm{}{}\n", s.events,
+             st.updates, st.ambiguous, mms.size(), mms.size() == 1 ? "" : "s",
+             s.kind == "live" ? fmt::format(", {} dropped", s.drops) : "");
+  if (s.models_as_recorded) {
+    const uint64_t checked = p.fidelity_checked();
+    fmt::print(
+        "models on the host's {} CPUs; upstream fidelity {:.4f}% of {}\n",
+        s.models.nr_cpus,
+        checked ? 100.0 * p.fidelity_matched() / checked : 100.0, checked);
+  } else {
+    fmt::print(
+        "models as if on {} CPUs (batch {}): fidelity to the kernel not "
+        "checked\n",
+        s.models.nr_cpus, s.models.upstream_batch);
+  }
+  fmt::print("hpcc batch {}, shape {}\n", s.models.hpcc_batch,
+             shape_text(hpcc_shape(s.models)));
+  for (size_t i = 0; i < shown; ++i) {
+    const MmSummary& m = mms[i].summary;
+    fmt::print("\npid {}, mm {} of {}: {} updates ({} flagged), peak {}, {}\n",
+               m.tgid, i + 1, mms.size(), m.updates, m.flagged,
+               m.absolute ? format_size(m.peak_rss, page_size, o.units.unit())
+                          : std::string("unknown"),
+               m.alive ? "alive" : "ended");
+    if (!m.from_zero)
+      fmt::print(
+          "  existed before the capture: figures from its first "
+          "update seen\n");
+    print_schemes(mms[i].schemes, m.updates, page_size, o.units.unit());
+  }
+  if (shown < mms.size())
+    fmt::print("\n{} more mms; --top N or --pid P to see them\n",
+               mms.size() - shown);
+}
+
+// Nothing to report for the chosen process: a failure naming it.
+void require_mms(const WhatifOptions& o, const StreamSource& s,
+                 StreamAudit& audit) {
+  if (!audit.reports().empty()) return;
+  if (o.pid)
+    throw std::runtime_error(fmt::format(
+        "--pid {}: no RSS counter update of this process in {}", o.pid,
+        s.kind == "live" ? fmt::format("{} s", o.duration_s) : s.name));
+  throw std::runtime_error(
+      fmt::format("{}: no RSS counter update to model", s.name));
+}
+
+void whatif_recording(const WhatifOptions& o) {
+  std::ifstream in(o.recording, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(fmt::format("--recording {}: cannot open: {}",
+                                         o.recording, std::strerror(errno)));
+  StreamSource s;
+  s.kind = "recording";
+  s.name = o.recording;
+  std::optional<StreamAudit> audit;
+  RecordReader reader(
+      [&](const RecordHeader& h) {
+        s.header = h;
+        s.models = models_for(o, h, s.models_as_recorded);
+        audit.emplace(h, s.models, o.pid);
+      },
+      [&](const rss_event& e) {
+        ++s.events;
+        audit->on_event(e);
+      });
+  std::vector<char> buf(1 << 20);
+  while (!s.error && in.read(buf.data(), buf.size()).gcount() > 0) {
+    s.error = reader.feed({reinterpret_cast<const uint8_t*>(buf.data()),
+                           static_cast<size_t>(in.gcount())});
+    if (audit) audit->advance_to_latest();
+  }
+  if (!s.error) s.error = reader.finish();
+  if (!audit)
+    throw std::runtime_error(
+        fmt::format("--recording {}: {}", o.recording,
+                    s.error ? s.error->message : "not an rssaudit recording"));
+  audit->finish();
+  if (!s.error) require_mms(o, s, *audit);
+  print_report(o, s, *audit);
+  if (s.error)
+    throw std::runtime_error(
+        fmt::format("{}: {} (everything before it was audited)", o.recording,
+                    s.error->message));
+}
+
+// A zombie has released its mm: nothing more can happen to it.
+bool process_gone(uint32_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  if (!std::getline(in, stat)) return true;
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ||
+         stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+}
+
+std::string comm_of(uint32_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/comm", pid));
+  std::string comm;
+  std::getline(in, comm);
+  for (char& c : comm)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return comm;
+}
+
+void whatif_live(const WhatifOptions& o) {
+  if (o.duration_s <= 0)
+    throw UsageError(
+        fmt::format("--duration must be positive, got {}", o.duration_s));
+  if (process_gone(o.pid))
+    throw UsageError(fmt::format("--pid {}: no such process", o.pid));
+  StreamSource s;
+  s.kind = "live";
+  s.name = fmt::format("pid {} ({})", o.pid, comm_of(o.pid));
+  CaptureOptions co;
+  co.target_tgid = o.pid;
+  BpfCapture::OpenResult r = BpfCapture::open(co);
+  if (!r.capture) throw std::runtime_error("cannot capture: " + r.error);
+  s.header = host_record_header(r.capture->possible_cpus());
+  s.models = models_for(o, s.header, s.models_as_recorded);
+  StreamAudit audit(s.header, s.models, o.pid);
+  MmResync resync(MmResyncOptions{.page_size = s.header.page_size});
+  auto drain = [&] {
+    const uint64_t now = monotonic_ns();
+    r.capture->poll([&](const rss_event& e) {
+      ++s.events;
+      audit.on_event(e);
+    });
+    audit.advance(now);
+    audit.resync(resync, now);
+  };
+  std::signal(SIGINT, [](int) { interrupted = true; });
+  std::signal(SIGTERM, [](int) { interrupted = true; });
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::duration<double>(o.duration_s));
+  // Stops early once the process is gone: its mm can change no more.
+  for (unsigned tick = 0;
+       !interrupted && std::chrono::steady_clock::now() < end; ++tick) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    drain();
+    if (tick % 10 == 9 && process_gone(o.pid)) break;
+  }
+  drain();
+  audit.finish();
+  s.drops = r.capture->drops();
+  require_mms(o, s, audit);
+  print_report(o, s, audit);
+  if (s.drops)
+    fmt::print(stderr,
+               "rssaudit: {} records dropped by the ring buffer: the figures "
+               "miss those updates\n",
+               s.drops);
+}
+
+void whatif(const WhatifOptions& o) {
+  const bool recording = o.recording_option->count() > 0;
+  const bool synthetic = o.synthetic_options.front()->count() > 0;
+  // --pid is the source only alone; otherwise it filters or is refused.
+  const bool live = o.pid_option->count() && !recording && !synthetic;
+  if (live + recording + synthetic != 1)
+    throw UsageError(
+        "whatif: choose one source: --pid P (live), --recording FILE, or "
+        "--workload NAME --cpus N");
+  if (synthetic) {
+    if (o.pid_option->count())
+      throw UsageError("whatif: --pid does not apply to --workload");
+    return run_synthetic(o.synthetic, "whatif", o.json, o.units.unit(),
+                         "workload");
+  }
+  for (CLI::Option* opt : o.synthetic_options)
+    if (opt->count())
+      throw UsageError(fmt::format("whatif: {} applies to --workload only",
+                                   opt->get_name()));
+  if (o.top_option->count() && o.pid)
+    throw UsageError("whatif: --top and --pid are exclusive");
+  if (recording) {
+    if (o.duration_option->count())
+      throw UsageError("whatif: --duration applies to a live --pid only");
+    return whatif_recording(o);
+  }
+  whatif_live(o);
+}
+
+}  // namespace
+
+void register_whatif(CLI::App& app) {
+  auto o = std::make_shared<WhatifOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "whatif",
+      "Per counting scheme: bound, largest and final error, shared updates "
+      "and memory, for a live process (root), a recording or a synthetic "
+      "workload");
+  o->pid_option = sub->add_option(
+      "--pid", o->pid,
+      "Live: capture this process (root); with --recording: its mms only");
+  o->duration_option =
+      sub->add_option("--duration", o->duration_s, "Live: seconds to capture")
+          ->capture_default_str();
+  o->recording_option = sub->add_option("--recording", o->recording,
+                                        "A file made by 'rssaudit record'");
+  sub->add_option("--cpus", o->synthetic.cpus,
+                  "CPUs of the models, 1..65536 (required with --workload; "
+                  "for a live process or a recording: re-evaluate as if the "
+                  "host had N CPUs)");
+  o->synthetic_options = add_synthetic_options(*sub, o->synthetic);
+  add_model_options(*sub, o->synthetic.model);
+  o->top_option = sub->add_option("--top", o->top, "Most active mms listed")
+                      ->capture_default_str();
+  sub->add_flag("--json", o->json, "Print JSON");
+  add_unit_options(*sub, o->units);
+  sub->callback([o] { whatif(*o); });
+}
+
+}  // namespace rssaudit::cli

@@ -1,0 +1,158 @@
+// The `rssaudit check` command as a user runs it on this host.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "daemon/store_db.h"
+#include "tests/support/run_command.h"
+
+namespace rssaudit {
+namespace {
+
+using testing::run_command;
+
+const std::string kCli = RSSAUDIT_CLI;
+
+std::filesystem::path temp_path(const char* name) {
+  return std::filesystem::temp_directory_path() /
+         (std::string(name) + std::to_string(getpid()));
+}
+
+// Where nothing exists: the host's own database and socket stay out of it.
+const std::string kNowhere =
+    " --db /nonexistent/rssaudit.db --socket "
+    "/nonexistent/control.sock";
+
+TEST(CheckCli, JsonDescribesThisHost) {
+  const auto r = run_command(kCli + " check --json" + kNowhere);
+  const auto j = nlohmann::json::parse(r.out);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  EXPECT_EQ(j["online_cpus"], cpus);
+  EXPECT_GE(j["possible_cpus"].get<int>(), cpus);
+  EXPECT_EQ(j["page_size"], sysconf(_SC_PAGESIZE));
+  for (const char* key : {"btf", "tp_btf_targets", "root", "can_capture"})
+    EXPECT_TRUE(j[key].is_boolean()) << key;
+  ASSERT_TRUE(j["capabilities"].is_object());
+  for (const char* cap :
+       {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH"})
+    EXPECT_TRUE(j["capabilities"].contains(cap)) << cap;
+  EXPECT_EQ(j["database"]["exists"], false);
+  EXPECT_EQ(j["socket"]["exists"], false);
+  // Exit status and verdict agree, and a refusal says why.
+  EXPECT_EQ(r.exit_code, j["can_capture"] ? 0 : 1) << r.err;
+  EXPECT_EQ(j["reasons"].empty(), j["can_capture"].get<bool>());
+  if (r.exit_code == 1) {
+    EXPECT_NE(r.err.find("cannot capture"), std::string::npos) << r.err;
+  }
+}
+
+// This project's machines (KERNEL.md): Linux 6.18 with BTF, tests as root.
+TEST(CheckCli, RootOnThisKernelCanCapture) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (!std::filesystem::exists("/sys/kernel/btf/vmlinux"))
+    GTEST_SKIP() << "no kernel BTF";
+  const auto r = run_command(kCli + " check --json" + kNowhere);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const int64_t cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int64_t batch = std::max<int64_t>(32, 2 * cpus);
+  EXPECT_EQ(j["counting_scheme"], "percpu_counter");
+  EXPECT_EQ(j["counting_scheme_from"], "btf");
+  EXPECT_EQ(j["batch"], batch);
+  EXPECT_EQ(j["bound_pages"], cpus * (batch - 1));
+  EXPECT_EQ(j["bound_bytes"], cpus * (batch - 1) * sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(j["btf"], true);
+  EXPECT_EQ(j["tp_btf_targets"], true);
+  EXPECT_EQ(j["ring_buffer"], true);
+  EXPECT_EQ(j["capabilities"]["CAP_BPF"], true);
+  EXPECT_EQ(j["capabilities"]["CAP_PERFMON"], true);
+}
+
+TEST(CheckCli, HumanOutputFits80ColumnsInEveryUnit) {
+  for (const char* unit : {"", " --pages", " --bytes"}) {
+    const auto r = run_command(kCli + " check" + unit + kNowhere);
+    ASSERT_LE(r.exit_code, 1) << r.err;
+    for (const char* label :
+         {"kernel", "BTF", "tp_btf", "ring buffer", "counting", "privileges",
+          "bpf_stats", "database", "socket", "capture"})
+      EXPECT_NE(r.out.find(label), std::string::npos) << label;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_LE(line.size(), 80u) << line;
+  }
+}
+
+TEST(CheckCli, ReportsTheDatabaseSchemaVersion) {
+  const auto db = temp_path("rssaudit-check-db-");
+  ASSERT_TRUE(Database::create_at_version(db, latest_schema_version()).ok());
+  const auto r = run_command(kCli + " check --json --db " + db.string() +
+                             " --socket /nonexistent/control.sock");
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["database"]["exists"], true);
+  EXPECT_EQ(j["database"]["schema_version"], latest_schema_version());
+  EXPECT_TRUE(j["database"]["error"].is_null());
+
+  // An older schema is named, not upgraded: check opens read-only.
+  const auto old_db = temp_path("rssaudit-check-old-");
+  ASSERT_TRUE(Database::create_at_version(old_db, 1).ok());
+  const auto size = std::filesystem::file_size(old_db);
+  const auto o = run_command(kCli + " check --json --db " + old_db.string() +
+                             " --socket /nonexistent/control.sock");
+  const auto oj = nlohmann::json::parse(o.out);
+  if (latest_schema_version() > 1) {
+    EXPECT_TRUE(oj["database"]["schema_version"].is_null());
+    EXPECT_NE(oj["database"]["error"].get<std::string>().find("older"),
+              std::string::npos);
+  }
+  EXPECT_EQ(std::filesystem::file_size(old_db), size);
+  for (const auto& p : {db, old_db}) {
+    std::filesystem::remove(p);
+    std::filesystem::remove(p.string() + "-wal");
+    std::filesystem::remove(p.string() + "-shm");
+  }
+}
+
+TEST(CheckCli, SaysWhetherTheSocketAcceptsConnections) {
+  const auto path = temp_path("rssaudit-check-sock-");
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  auto socket_json = [&] {
+    // The environment variable is the default; --socket is not given.
+    const auto r = run_command("RSSAUDIT_SOCKET=" + path.string() + " " + kCli +
+                               " check --json --db /nonexistent/rssaudit.db");
+    return nlohmann::json::parse(r.out)["socket"];
+  };
+  // Bound but not listening: a stale socket of a daemon that is gone.
+  auto s = socket_json();
+  EXPECT_EQ(s["path"], path.string());
+  EXPECT_EQ(s["exists"], true);
+  EXPECT_EQ(s["accepting"], false);
+  ASSERT_EQ(listen(fd, 4), 0);
+  s = socket_json();
+  EXPECT_EQ(s["accepting"], true);
+  close(fd);
+  std::filesystem::remove(path);
+}
+
+TEST(CheckCli, BadArgumentsAreUsageErrors) {
+  for (const char* args : {"--pages --bytes", "--frobnicate", "extra"}) {
+    const auto r = run_command(kCli + " check " + args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_FALSE(r.err.empty()) << args;
+  }
+}
+
+}  // namespace
+}  // namespace rssaudit

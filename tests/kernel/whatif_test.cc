@@ -1,0 +1,139 @@
+// Root-only: `rssaudit whatif` on a live process and on a recording made by
+// `rssaudit record` on this kernel.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/kernel/capture_support.h"
+#include "tests/support/run_command.h"
+
+namespace rssaudit {
+namespace {
+
+const std::string kCli = RSSAUDIT_CLI;
+constexpr size_t kMib = 8;
+
+// A child that waits `delay_us` (for the capture to attach), faults kMib
+// MiB one page at a time (resting after the first), unmaps them and exits.
+pid_t spawn_faulting_child(useconds_t delay_us) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // One CPU: a resync stays valid only while the mm's updates come from
+    // CPUs whose slots it pinned down (daemon/delta_reconstructor.h).
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+    usleep(delay_us);
+    const size_t bytes = kMib << 20;
+    char* p = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+    // One fault, then a rest: the capture sees the mm and can resync it
+    // from /proc while it is quiet.
+    static_cast<volatile char*>(p)[0] = 1;
+    usleep(300'000);
+    for (size_t i = 4096; i < bytes; i += 4096)
+      static_cast<volatile char*>(p)[i] = 1;
+    munmap(p, bytes);
+    _exit(0);
+  }
+  return pid;
+}
+
+class WhatifKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Probe only: the command loads its own programs.
+    testing::TestCapture t = testing::open_test_capture();
+    if (!t.skip.empty()) GTEST_SKIP() << t.skip;
+    if (!t.capture) FAIL() << t.error;
+  }
+
+  // The child's mm: every update of it seen, each scheme within its bound.
+  // The child exists before the capture: its peak is known only live,
+  // where whatif resyncs it from /proc while it waits; a recording has no
+  // /proc to resync from.
+  static void expect_child_mm(const nlohmann::json& j, pid_t child,
+                              bool peak_known) {
+    ASSERT_FALSE(j["mms"].empty()) << j.dump();
+    const auto& mm = j["mms"][0];
+    EXPECT_EQ(mm["tgid"], child);
+    // A fault a page; up to a page per CPU only sets a baseline (the
+    // process existed before the capture).
+    EXPECT_GE(mm["updates"].get<uint64_t>(), kMib * 256);
+    if (peak_known) {
+      // A resync can be refused (an update raced the /proc read, or came
+      // from a CPU whose slot was unknown): then the peak is unknown, never
+      // a made-up number.
+      if (mm["peak_rss_pages"].is_number()) {
+        EXPECT_GE(mm["peak_rss_pages"].get<int64_t>(), int64_t(kMib) * 256);
+      }
+    } else {
+      EXPECT_TRUE(mm["peak_rss_pages"].is_null()) << mm.dump();
+    }
+    ASSERT_EQ(mm["schemes"].size(), 6u);
+    for (const auto& s : mm["schemes"]) {
+      if (s["bound_pages"].is_null()) continue;
+      EXPECT_LE(s["largest_error_pages"].get<int64_t>(),
+                s["bound_pages"].get<int64_t>())
+          << s["name"];
+    }
+    if (j["models_as_recorded"] == true) {
+      EXPECT_EQ(mm["fidelity_matched"], mm["fidelity_checked"])
+          << "single-threaded: the upstream model equals the kernel's count";
+    }
+  }
+};
+
+TEST_F(WhatifKernelTest, LiveProcess) {
+  const pid_t child = spawn_faulting_child(1'000'000);
+  const auto r = testing::run_command(
+      kCli + " whatif --json --duration 10 --pid " + std::to_string(child));
+  waitpid(child, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["source"], "live");
+  EXPECT_EQ(j["pid"], child);
+  EXPECT_EQ(j["dropped"], 0);
+  expect_child_mm(j, child, true);
+}
+
+TEST_F(WhatifKernelTest, RecordingOfAProcessAndItsReevaluation) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("rssaudit-whatif-kernel-" + std::to_string(getpid()));
+  const pid_t child = spawn_faulting_child(1'000'000);
+  const auto rec =
+      testing::run_command(kCli + " record --duration 3 --pid " +
+                           std::to_string(child) + " -o " + path.string());
+  waitpid(child, nullptr, 0);
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+
+  const std::string whatif = kCli + " whatif --json --recording " +
+                             path.string() + " --pid " + std::to_string(child);
+  const auto as_recorded = testing::run_command(whatif);
+  ASSERT_EQ(as_recorded.exit_code, 0) << as_recorded.err;
+  const auto j = nlohmann::json::parse(as_recorded.out);
+  EXPECT_EQ(j["models_as_recorded"], true);
+  expect_child_mm(j, child, false);
+
+  const auto big = testing::run_command(whatif + " --cpus 1024");
+  std::filesystem::remove(path);
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  const auto b = nlohmann::json::parse(big.out);
+  EXPECT_EQ(b["models_as_recorded"], false);
+  EXPECT_EQ(b["model_upstream_batch"], 2048);
+  expect_child_mm(b, child, false);
+  // The same updates: only the models changed.
+  EXPECT_EQ(b["mms"][0]["updates"], j["mms"][0]["updates"]);
+  EXPECT_EQ(b["mms"][0]["peak_rss_pages"], j["mms"][0]["peak_rss_pages"]);
+}
+
+}  // namespace
+}  // namespace rssaudit
