@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/live_queries.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
 #include "core/scheme_set.h"
@@ -16,6 +17,7 @@ namespace {
 
 struct ShowOptions {
   QueryOptions query;
+  LiveOptions live;
   std::string which;
   std::optional<int64_t> run;
 };
@@ -59,6 +61,8 @@ nlohmann::json json_of(const ProcessSummary& p, int64_t page_size,
     nlohmann::json s = {
         {"time_ns", r.time_ns},
         {"threads", json_or_null(r.threads)},
+        {"fidelity_checked", json_or_null(r.fidelity_checked)},
+        {"fidelity_matched", json_or_null(r.fidelity_matched)},
         {"drift_pages", json_or_null(sample->drift)},
         {"vm_hwm_pages", json_or_null(r.vm_hwm)},
         {"true_peak_pages", json_or_null(r.true_peak)},
@@ -141,6 +145,7 @@ void print_sources(const StoredSample& sample, int64_t page_size, SizeUnit unit,
 }
 
 void run(const ShowOptions& o) {
+  if (o.live.enabled) return run_show_live(o.live, o.query, o.which);
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   const ProcessSummary p = find_process(*reader, o.query.db, o.which, o.run);
   const int64_t page_size = page_size_of_run(*reader, p.run_id);
@@ -162,9 +167,15 @@ void run(const ShowOptions& o) {
                local_time_text(p.last_seen_ns));
     return;
   }
-  fmt::print("latest sample {}, {} threads\n\n",
-             local_time_text(sample->row.time_ns),
-             sample->row.threads ? std::to_string(*sample->row.threads) : "?");
+  const SampleRow& r = sample->row;
+  // Not measured (NULL) is said as such, never as 0 of 0.
+  const std::string fidelity =
+      r.fidelity_checked && r.fidelity_matched
+          ? fmt::format("model fidelity {}/{} in its interval",
+                        *r.fidelity_matched, *r.fidelity_checked)
+          : "model fidelity not measured";
+  fmt::print("latest sample {}, {} threads, {}\n\n", local_time_text(r.time_ns),
+             r.threads ? std::to_string(*r.threads) : "?", fidelity);
   print_sources(*sample, page_size, o.query.unit(), errors);
 }
 
@@ -177,6 +188,7 @@ void register_show(CLI::App& app) {
   sub->add_option("process", o->which, "PID or comm")->required();
   sub->add_option("--run", o->run, "Only the process seen by this run");
   add_query_options(*sub, o->query);
+  add_live_options(*sub, o->live);
   sub->callback([o] { run(*o); });
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/live_queries.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
 
@@ -15,6 +16,7 @@ namespace {
 
 struct TopOptions {
   QueryOptions query;
+  LiveOptions live;
   std::string since = "1h";
   std::string until = "now";
   std::string sort = "drift";
@@ -54,6 +56,7 @@ nlohmann::json window_json(const ProcessWindow& w) {
 }
 
 void run(const TopOptions& o) {
+  if (o.live.enabled) return run_top_live(o.live, o.query, o.sort, o.limit);
   const Window window = parse_window(o.since, o.until);
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   std::vector<ProcessWindow> windows =
@@ -105,6 +108,7 @@ void register_top(CLI::App& app) {
       ->check(CLI::IsMember({"drift", "ratio", "rss"}))
       ->capture_default_str();
   sub->add_option("-n", o->limit, "Processes shown")->capture_default_str();
+  add_live_options(*sub, o->live);
   sub->callback([o] { run(*o); });
 }
 

@@ -1,0 +1,38 @@
+// Asking the running rssauditd over its control socket: one request, one
+// response line (core/control_protocol.h). Every failure is one line for
+// the user, thrown as std::runtime_error (exit code 1).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/control_protocol.h"
+#include "core/live_view.h"
+
+namespace rssaudit::cli {
+
+// $RSSAUDIT_SOCKET when set and not empty, else kDefaultSocketPath.
+std::string default_socket_path();
+
+// --socket PATH, defaulting to default_socket_path().
+void add_socket_option(CLI::App& sub, std::string& path);
+
+// The successful response object to `request` from the daemon at
+// `socket_path`. Fails with one line: the daemon not running ("rssauditd is
+// not running (no socket at PATH)"), permission denied (naming the path and
+// the group needed), no answer within `timeout`, or the daemon's error.
+nlohmann::json ask_daemon(
+    const std::string& socket_path, const Request& request,
+    std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+// "99.99% (999990 of 1000000 checked updates)", or "-" before any check.
+// Rounded down: a model that missed once never reads as 100%.
+std::string fidelity_text(uint64_t matched, uint64_t checked);
+
+// A part of a response, or a failure naming the field the daemon got wrong.
+DaemonHealth health_of(const nlohmann::json& response);
+LiveProcess process_of(const nlohmann::json& j, const std::string& where);
+
+}  // namespace rssaudit::cli

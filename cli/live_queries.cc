@@ -1,0 +1,221 @@
+#include "cli/live_queries.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "cli/daemon_client.h"
+#include "cli/errors.h"
+#include "cli/time_args.h"
+#include "core/scheme_set.h"
+
+namespace rssaudit::cli {
+namespace {
+
+using nlohmann::json;
+
+// Values that are absolute only for a process seen from its creation (or
+// resynced from /proc): for one the daemon joined mid-life the sum of the
+// updates it saw is not the RSS, and showing it would be a made-up number.
+std::optional<int64_t> exact_of(const LiveProcess& p) {
+  return p.from_zero ? std::optional(p.exact_rss) : std::nullopt;
+}
+std::optional<int64_t> drift_of(const LiveProcess& p) {
+  return p.from_zero ? std::optional(p.drift()) : std::nullopt;
+}
+std::optional<int64_t> peak_of(const LiveProcess& p) {
+  return p.from_zero ? std::optional(p.peak_rss) : std::nullopt;
+}
+std::optional<double> ratio_of(const LiveProcess& p) {
+  if (!p.from_zero || p.bound <= 0) return std::nullopt;
+  return std::abs(double(p.drift())) / double(p.bound);
+}
+
+std::string ratio_text(const std::optional<double>& r) {
+  return r ? fmt::format("{:.1f}%", 100 * *r) : "-";
+}
+
+json process_json(const LiveProcess& p, int64_t page_size) {
+  auto bytes = [&](const std::optional<int64_t>& pages) {
+    return pages ? json(*pages * page_size) : json(nullptr);
+  };
+  const std::optional<double> ratio = ratio_of(p);
+  json errors = json::object();
+  for (size_t i = 0; i < SchemeSet::kCount; ++i)
+    errors[std::string(SchemeSet::kNames[i])] = p.largest_error[i];
+  return {{"pid", p.pid},
+          {"start_ticks", p.start_ticks},
+          {"comm", p.comm},
+          {"cgroup", p.cgroup},
+          {"from_zero", p.from_zero},
+          {"kernel_rss_pages", p.kernel_rss},
+          {"kernel_rss_bytes", p.kernel_rss * page_size},
+          {"exact_rss_pages", json_or_null(exact_of(p))},
+          {"exact_rss_bytes", bytes(exact_of(p))},
+          {"drift_pages", json_or_null(drift_of(p))},
+          {"drift_bytes", bytes(drift_of(p))},
+          {"true_peak_pages", json_or_null(peak_of(p))},
+          {"bound_pages", p.bound},
+          {"drift_to_bound", ratio ? json(*ratio) : json(nullptr)},
+          {"updates", p.updates},
+          {"flagged", p.flagged},
+          {"fidelity_checked", p.fidelity_checked},
+          {"fidelity_matched", p.fidelity_matched},
+          {"largest_error_pages", std::move(errors)}};
+}
+
+json source_json(const LiveOptions& live, const DaemonHealth& h) {
+  return {{"source", "rssauditd"},   {"socket", live.socket},
+          {"host", h.host},          {"time_ns", h.time_ns},
+          {"nr_cpus", h.nr_cpus},    {"batch", h.batch},
+          {"page_size", h.page_size}};
+}
+
+void rank(std::vector<LiveProcess>& ps, const std::string& sort) {
+  auto key = [&](const LiveProcess& p) -> std::optional<double> {
+    if (sort == "ratio") return ratio_of(p);
+    if (sort == "rss") return double(p.kernel_rss);
+    if (!p.from_zero) return std::nullopt;
+    return std::abs(double(p.drift()));
+  };
+  std::ranges::stable_sort(ps, [&](const LiveProcess& a, const LiveProcess& b) {
+    const std::optional<double> ka = key(a), kb = key(b);
+    if (ka.has_value() != kb.has_value()) return ka.has_value();
+    if (ka && *ka != *kb) return *ka > *kb;
+    return a.pid < b.pid;
+  });
+}
+
+}  // namespace
+
+void add_live_options(CLI::App& sub, LiveOptions& o) {
+  CLI::Option* live = sub.add_flag(
+      "--live", o.enabled,
+      "Ask the running rssauditd (control socket) instead of the database");
+  add_socket_option(sub, o.socket);
+  // Live values are the daemon's now: a database or a window means nothing.
+  for (const char* name : {"--db", "--since", "--until", "--run"})
+    if (CLI::Option* other = sub.get_option_no_throw(name))
+      live->excludes(other);
+}
+
+void run_top_live(const LiveOptions& live, const QueryOptions& query,
+                  const std::string& sort, size_t limit) {
+  ProcessesRequest request;
+  // The daemon ranks by |drift|: only another order needs every process.
+  if (sort == "drift") request.top = limit;
+  const json response = ask_daemon(live.socket, Request{request, {}});
+  const DaemonHealth h = health_of(response);
+  auto list = response.find("processes");
+  if (list == response.end() || !list->is_array())
+    throw std::runtime_error(
+        "rssauditd's response is malformed: processes: expected an array");
+  std::vector<LiveProcess> ps;
+  for (size_t i = 0; i < list->size(); ++i)
+    ps.push_back(process_of((*list)[i], fmt::format("processes[{}]", i)));
+  const auto total = response.find("total");
+  const uint64_t audited =
+      total != response.end() && total->is_number_unsigned()
+          ? total->get<uint64_t>()
+          : ps.size();
+  rank(ps, sort);
+  if (ps.size() > limit) ps.resize(limit);
+
+  if (query.json) {
+    json j = source_json(live, h);
+    j["total"] = audited;
+    j["processes"] = json::array();
+    for (const LiveProcess& p : ps)
+      j["processes"].push_back(process_json(p, h.page_size));
+    fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
+    return;
+  }
+  fmt::print("live from rssauditd on {} at {}: {} audited processes\n",
+             printable(h.host), local_time_text(h.time_ns), audited);
+  if (ps.empty()) return;
+  constexpr std::string_view kRow =
+      "{:>7} {:<15} {:>11} {:>11} {:>11} {:>6} {:>10}\n";
+  fmt::print(kRow, "PID", "COMM", "KERNEL RSS", "EXACT RSS", "DRIFT", "/BOUND",
+             "UPDATES");
+  const SizeUnit unit = query.unit();
+  bool joined = false;
+  for (const LiveProcess& p : ps) {
+    auto size = [&](const std::optional<int64_t>& pages, bool sign) {
+      return pages ? format_size(*pages, h.page_size, unit, sign) : "-";
+    };
+    joined |= !p.from_zero;
+    fmt::print(kRow, p.pid, printable(p.comm).substr(0, 15),
+               size(p.kernel_rss, false), size(exact_of(p), false),
+               size(drift_of(p), true), ratio_text(ratio_of(p)), p.updates);
+  }
+  if (joined)
+    fmt::print(
+        "-: exact RSS unknown (audit joined mid-life, not yet resynced)\n");
+}
+
+void run_show_live(const LiveOptions& live, const QueryOptions& query,
+                   const std::string& which) {
+  ProcessRequest request;
+  const bool is_pid = !which.empty() && which.size() <= 10 &&
+                      which.find_first_not_of("0123456789") == which.npos;
+  const uint64_t pid = is_pid ? std::stoull(which) : 0;
+  if (is_pid && pid >= 1 && pid <= UINT32_MAX)
+    request.pid = static_cast<uint32_t>(pid);
+  else if (is_pid)
+    throw UsageError(fmt::format("'{}' is not a pid", which));
+  else
+    request.comm = which;
+  const json response = ask_daemon(live.socket, Request{request, {}});
+  const DaemonHealth h = health_of(response);
+  auto it = response.find("process");
+  if (it == response.end())
+    throw std::runtime_error(
+        "rssauditd's response is malformed: process: missing");
+  const LiveProcess p = process_of(*it, "process");
+
+  if (query.json) {
+    json j = source_json(live, h);
+    j.update(process_json(p, h.page_size));
+    fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
+    return;
+  }
+  const SizeUnit unit = query.unit();
+  auto size = [&](const std::optional<int64_t>& pages, bool sign = false) {
+    return pages ? format_size(*pages, h.page_size, unit, sign) : "-";
+  };
+  fmt::print("pid {} '{}', live from rssauditd on {}, start ticks {}\n", p.pid,
+             printable(p.comm), printable(h.host), p.start_ticks);
+  if (!p.cgroup.empty()) fmt::print("cgroup {}\n", printable(p.cgroup));
+  if (!p.from_zero)
+    fmt::print("joined mid-life, not yet resynced: exact RSS unknown\n");
+  fmt::print("{} updates, {} flagged; fidelity {}\n\n", p.updates, p.flagged,
+             fidelity_text(p.fidelity_matched, p.fidelity_checked));
+  const std::optional<double> ratio = ratio_of(p);
+  fmt::print("kernel (approximate) RSS:  {}\n", size(p.kernel_rss));
+  fmt::print("exact RSS:                 {}\n", size(exact_of(p)));
+  fmt::print("drift (kernel - exact):    {}{}\n", size(drift_of(p), true),
+             ratio ? fmt::format(" ({:.1f}% of the kernel's bound {})",
+                                 100 * *ratio, size(p.bound))
+                   : "");
+  fmt::print("true peak:                 {}\n", size(peak_of(p)));
+  fmt::print("\nmodels, largest error since rssauditd saw the process:\n");
+  constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}\n";
+  fmt::print(kModelRow, "scheme", "largest error", "bound", "error/bound");
+  for (size_t i = 0; i < SchemeSet::kCount; ++i) {
+    // Only the upstream scheme's bound travels with the live view.
+    const bool upstream = i == 0;
+    const int64_t e = p.largest_error[i];
+    fmt::print(kModelRow, SchemeSet::kNames[i], size(e),
+               upstream ? size(p.bound) : "-",
+               upstream && p.bound > 0
+                   ? fmt::format("{:.1f}%", 100.0 * double(e) / double(p.bound))
+                   : "-");
+  }
+}
+
+}  // namespace rssaudit::cli

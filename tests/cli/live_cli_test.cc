@@ -1,0 +1,233 @@
+// `rssaudit status`, `top --live` and `show --live` run as a user runs
+// them, against fake_daemon: the real ControlServer serving a fixed view.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/live_view_json.h"
+#include "tests/support/run_command.h"
+#include "tests/support/sample_live_view.h"
+
+namespace rssaudit {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::run_command;
+
+const std::string kCli = RSSAUDIT_CLI;
+const std::string kFakeDaemon = RSSAUDIT_FAKE_DAEMON;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+class LiveCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string templ = fs::temp_directory_path() / "rssaudit-live-XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = new fs::path(templ);
+    socket_ = new std::string(*dir_ / "control.sock");
+    const fs::path view = *dir_ / "view.json";
+    std::ofstream(view) << dump_line(
+        live_view_to_json(testing::sample_live_view()));
+
+    int out[2];
+    ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+    daemon_ = fork();
+    if (daemon_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      execl(kFakeDaemon.c_str(), kFakeDaemon.c_str(), socket_->c_str(),
+            view.c_str(), nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    // "ready" once it listens; EOF if it failed to start.
+    pollfd p{out[0], POLLIN, 0};
+    char buf[16] = {};
+    const bool ready = poll(&p, 1, 10'000) > 0 && read(out[0], buf, 5) == 5 &&
+                       std::string(buf, 5) == "ready";
+    close(out[0]);
+    ASSERT_TRUE(ready) << "fake_daemon did not start";
+  }
+
+  static void TearDownTestSuite() {
+    if (daemon_ > 0) {
+      kill(daemon_, SIGTERM);
+      waitpid(daemon_, nullptr, 0);
+    }
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete socket_;
+  }
+
+  static std::string cli(const std::string& args) {
+    return kCli + " " + args + " --socket '" + *socket_ + "'";
+  }
+
+  static void expect_fits_80_columns(const std::string& out) {
+    for (const std::string& line : lines_of(out))
+      EXPECT_LE(line.size(), 80u) << line;
+  }
+
+  static inline fs::path* dir_ = nullptr;
+  static inline std::string* socket_ = nullptr;
+  static inline pid_t daemon_ = -1;
+};
+
+TEST_F(LiveCli, StatusShowsTheDaemonsHealth) {
+  const auto r = run_command(cli("status"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rssauditd on testhost (kernel 6.12.0-test), up 1h "
+                       "02m 03s\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("events   123456789 (4321.5/s), lag 0.012 s, BPF 95 "
+                       "ns/event"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("7 dropped"), std::string::npos) << r.out;
+  // 999990 of 1000000: rounded down, never shown as 100%.
+  EXPECT_NE(r.out.find("fidelity 99.99% (999990 of 1000000 checked updates)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("live mms 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("store    writing"), std::string::npos) << r.out;
+  expect_fits_80_columns(r.out);
+}
+
+TEST_F(LiveCli, StatusJsonIsTheHealth) {
+  const auto r = run_command(cli("status --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["host"], "testhost");
+  EXPECT_EQ(j["events"], 123456789);
+  EXPECT_EQ(j["drops"], 7);
+  EXPECT_EQ(j["socket"], *socket_);
+  EXPECT_TRUE(health_from_json(j).ok()) << health_from_json(j).error;
+}
+
+TEST_F(LiveCli, TheSocketComesFromTheEnvironment) {
+  const auto r =
+      run_command("RSSAUDIT_SOCKET='" + *socket_ + "' " + kCli + " status");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(LiveCli, TopLiveRanksByDriftIn80Columns) {
+  const auto r = run_command(cli("top --live"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 7u) << r.out;  // title, header, 4 rows, footnote
+  EXPECT_NE(lines[0].find("testhost"), std::string::npos);
+  EXPECT_NE(lines[0].find("4 audited processes"), std::string::npos);
+  EXPECT_NE(lines[2].find("big drifter"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("+1.6 MiB"), std::string::npos) << lines[2];
+  // Mid-life: kernel RSS known, exact values shown as "-".
+  EXPECT_NE(lines[5].find("joined"), std::string::npos) << lines[5];
+  EXPECT_NE(lines[5].find(" - "), std::string::npos) << lines[5];
+  EXPECT_NE(lines[6].find("exact RSS unknown"), std::string::npos);
+  expect_fits_80_columns(r.out);
+}
+
+TEST_F(LiveCli, TopLiveJsonParsesAndHonoursLimitAndSort) {
+  const auto r = run_command(cli("top --live --json -n 2 --sort rss"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["source"], "rssauditd");
+  EXPECT_EQ(j["total"], 4);
+  ASSERT_EQ(j["processes"].size(), 2u);
+  EXPECT_EQ(j["processes"][0]["pid"], 100);  // kernel RSS 26000 pages
+  EXPECT_EQ(j["processes"][1]["pid"], 300);  // 9000
+  EXPECT_EQ(j["processes"][0]["drift_pages"], 400);
+  EXPECT_EQ(j["processes"][0]["drift_bytes"], 400 * 4096);
+  EXPECT_TRUE(j["processes"][1]["exact_rss_pages"].is_null());
+  EXPECT_TRUE(j["processes"][1]["drift_pages"].is_null());
+  EXPECT_EQ(j["processes"][1]["kernel_rss_pages"], 9000);
+}
+
+TEST_F(LiveCli, ShowLiveByPidAndByComm) {
+  const auto r = run_command(cli("show 200 --live"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pid 200 'worker', live from rssauditd on testhost"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("drift (kernel - exact):    -80 KiB"), std::string::npos)
+      << r.out;
+  for (const std::string_view scheme : SchemeSet::kNames)
+    EXPECT_NE(r.out.find(std::string(scheme)), std::string::npos) << scheme;
+  expect_fits_80_columns(r.out);
+
+  const auto by_comm = run_command(cli("show 'big drifter' --live --json"));
+  ASSERT_EQ(by_comm.exit_code, 0) << by_comm.err;
+  const json j = json::parse(by_comm.out);
+  EXPECT_EQ(j["pid"], 100);
+  EXPECT_EQ(j["comm"], "big drifter");
+  EXPECT_EQ(j["largest_error_pages"]["upstream"], 2);
+  EXPECT_EQ(j["page_size"], 4096);
+}
+
+TEST_F(LiveCli, ShowLiveOfAnUnknownOrAmbiguousProcessFails) {
+  auto r = run_command(cli("show 999 --live"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "rssaudit: rssauditd: no audited process with pid 999\n");
+  r = run_command(cli("show worker --live"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("matches 2 processes (pids 200, 400)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(LiveCli, LiveWithDatabaseOptionsIsAUsageError) {
+  EXPECT_EQ(run_command(cli("top --live --since 1h")).exit_code, 2);
+  EXPECT_EQ(run_command(cli("show 200 --live --db x.db")).exit_code, 2);
+}
+
+TEST_F(LiveCli, NoDaemonIsOneLineAndExit1) {
+  const std::string missing = (*dir_ / "none.sock").string();
+  for (const char* command :
+       {"status", "top --live", "show 200 --live", "status --json"}) {
+    const auto r = run_command(kCli + " " + command + " --socket " + missing);
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_EQ(r.err, "rssaudit: rssauditd is not running (no socket at " +
+                         missing + ")\n")
+        << command;
+    EXPECT_EQ(r.out, "") << command;
+  }
+}
+
+TEST_F(LiveCli, AStaleSocketIsNotRunningEither) {
+  const std::string stale = (*dir_ / "stale.sock").string();
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, stale.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  close(fd);
+  const auto r = run_command(kCli + " status --socket " + stale);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "rssaudit: rssauditd is not running (nothing listens on the "
+            "socket " +
+                stale + ")\n");
+}
+
+}  // namespace
+}  // namespace rssaudit

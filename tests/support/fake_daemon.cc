@@ -1,0 +1,49 @@
+// A stand-in for rssauditd in CLI tests: serves a fixed LiveView, read from
+// a JSON file (core/live_view_json.h), through the real ControlServer.
+//
+//   fake_daemon SOCKET_PATH VIEW_JSON_FILE
+//
+// Prints "ready" once it listens; SIGTERM or SIGINT stops it, removing the
+// socket.
+#include <fmt/core.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/live_view_json.h"
+#include "daemon/control_server.h"
+
+int main(int argc, char** argv) {
+  using namespace rssaudit;
+  if (argc != 3) {
+    fmt::print(stderr, "usage: fake_daemon SOCKET_PATH VIEW_JSON_FILE\n");
+    return 2;
+  }
+  std::ifstream in(argv[2]);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  JsonResult<LiveView> view = live_view_from_json(j);
+  if (!view.ok()) {
+    fmt::print(stderr, "fake_daemon: {}: {}\n", argv[2],
+               j.is_discarded() ? "invalid JSON" : view.error);
+    return 1;
+  }
+  boost::asio::io_context io;
+  ControlServerOptions options;
+  options.path = argv[1];
+  ControlServer server(io, options, [&] { return *view.value; });
+  if (const std::string error = server.start(); !error.empty()) {
+    fmt::print(stderr, "fake_daemon: {}\n", error);
+    return 1;
+  }
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](boost::system::error_code, int) {
+    server.stop();
+    io.stop();
+  });
+  fmt::print("ready\n");
+  std::fflush(stdout);
+  io.run();
+  return 0;
+}
