@@ -1,0 +1,252 @@
+#include "daemon/metrics_server.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <exception>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+namespace rssaudit {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+class MetricsConnection;
+
+struct MetricsServer::State : std::enable_shared_from_this<State> {
+  State(asio::io_context& io, MetricsServerOptions o, Render r)
+      : options(std::move(o)), render(std::move(r)), acceptor(io), retry(io) {}
+
+  void accept();
+  void on_accept(beast::error_code ec, tcp::socket socket);
+  // A connection ended: its slot is free again.
+  void release(MetricsConnection* c);
+
+  MetricsServerOptions options;
+  Render render;
+  tcp::acceptor acceptor;
+  asio::steady_timer retry;  // after an accept error such as EMFILE
+  uint16_t port = 0;
+  bool accepting = false;  // an async_accept is pending
+  bool stopped = false;
+  std::unordered_map<MetricsConnection*, std::weak_ptr<MetricsConnection>>
+      connections;
+};
+
+namespace {
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+Response text_response(http::status status, unsigned version,
+                       std::string body) {
+  Response res{status, version};
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.body() = std::move(body);
+  return res;
+}
+
+// Beast 1.74 hands out boost::string_view.
+std::string_view std_view(beast::string_view s) { return {s.data(), s.size()}; }
+
+// The error answer to a request that could not be parsed, by why.
+http::status parse_failure_status(const beast::error_code& ec) {
+  if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+    return http::status::request_header_fields_too_large;
+  }
+  if (ec == http::error::body_limit) return http::status::payload_too_large;
+  return http::status::bad_request;
+}
+
+}  // namespace
+
+// One client connection: reads requests one at a time (keep-alive), answers
+// each, and ends on error, timeout, or when either side asks to close.
+class MetricsConnection
+    : public std::enable_shared_from_this<MetricsConnection> {
+ public:
+  MetricsConnection(std::shared_ptr<MetricsServer::State> state,
+                    tcp::socket socket)
+      : state_(std::move(state)),
+        stream_(std::move(socket)),
+        buffer_(state_->options.max_request_bytes) {}
+  ~MetricsConnection() { state_->release(this); }
+
+  void read() {
+    parser_.emplace();
+    // Both limits, and the buffer's, so no request can grow memory further.
+    parser_->header_limit(state_->options.max_request_bytes);
+    parser_->body_limit(state_->options.max_request_bytes);
+    stream_.expires_after(state_->options.timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->on_read(ec);
+                     });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+ private:
+  void on_read(beast::error_code ec) {
+    if (state_->stopped || ec == asio::error::operation_aborted) return;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout) {
+      return close();
+    }
+    if (ec) {
+      // Malformed or oversized: say so once, then hang up, since the rest
+      // of the stream cannot be framed.
+      auto res =
+          text_response(parse_failure_status(ec), 11, ec.message() + "\n");
+      res.keep_alive(false);
+      return write(std::move(res));
+    }
+    write(answer(parser_->get()));
+  }
+
+  Response answer(const Request& req) const {
+    const std::string_view target = std_view(req.target());
+    const std::string_view path = target.substr(0, target.find('?'));
+    Response res;
+    if (path != "/metrics") {
+      res = text_response(http::status::not_found, req.version(),
+                          "not found: try /metrics\n");
+    } else if (req.method() != http::verb::get) {
+      res = text_response(http::status::method_not_allowed, req.version(),
+                          "only GET\n");
+      res.set(http::field::allow, "GET");
+    } else {
+      const auto format = negotiate_format(std_view(req[http::field::accept]));
+      try {
+        res = Response{http::status::ok, req.version()};
+        res.body() = state_->render(format);
+        res.set(http::field::content_type, std::string(content_type(format)));
+      } catch (const std::exception& e) {
+        res = text_response(http::status::internal_server_error, req.version(),
+                            std::string(e.what()) + "\n");
+      }
+    }
+    res.keep_alive(req.keep_alive());
+    return res;
+  }
+
+  void write(Response res) {
+    res.prepare_payload();
+    response_ = std::move(res);
+    stream_.expires_after(state_->options.timeout);
+    http::async_write(
+        stream_, *response_,
+        [self = shared_from_this()](beast::error_code ec, size_t) {
+          self->on_write(ec);
+        });
+  }
+
+  void on_write(beast::error_code ec) {
+    if (state_->stopped || ec == asio::error::operation_aborted) return;
+    if (ec || !response_->keep_alive()) return close();
+    read();
+  }
+
+  std::shared_ptr<MetricsServer::State> state_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<Response> response_;
+};
+
+void MetricsServer::State::accept() {
+  if (stopped || accepting) return;
+  accepting = true;
+  acceptor.async_accept(
+      [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+        self->on_accept(ec, std::move(socket));
+      });
+}
+
+void MetricsServer::State::on_accept(beast::error_code ec, tcp::socket socket) {
+  accepting = false;
+  if (stopped || ec == asio::error::operation_aborted) return;
+  if (ec) {
+    // Out of descriptors, say: retrying at once would spin the loop.
+    retry.expires_after(std::chrono::milliseconds(100));
+    retry.async_wait([self = shared_from_this()](beast::error_code e) {
+      if (!e) self->accept();
+    });
+    return;
+  }
+  auto c = std::make_shared<MetricsConnection>(shared_from_this(),
+                                               std::move(socket));
+  connections.emplace(c.get(), c);
+  c->read();
+  // At the limit, further clients wait in the listen backlog until a
+  // connection ends (release() resumes accepting).
+  if (connections.size() < options.max_connections) accept();
+}
+
+void MetricsServer::State::release(MetricsConnection* c) {
+  connections.erase(c);
+  accept();
+}
+
+MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options,
+                             Render render)
+    : state_(
+          std::make_shared<State>(io, std::move(options), std::move(render))) {}
+
+MetricsServer::~MetricsServer() { stop(); }
+
+std::string MetricsServer::start() {
+  auto& s = *state_;
+  const auto& o = s.options;
+  const auto where = [&](const beast::error_code& ec) {
+    const bool v6 = o.address.find(':') != std::string::npos;
+    return fmt::format("metrics endpoint {}{}{}:{}: {}", v6 ? "[" : "",
+                       o.address, v6 ? "]" : "", o.port, ec.message());
+  };
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(o.address, ec);
+  if (ec) return where(ec);
+  const tcp::endpoint endpoint{address, o.port};
+  // Each step reports into ec; the first failure skips the rest.
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) s.port = s.acceptor.local_endpoint(ec).port();
+  if (ec) {
+    beast::error_code ignored;
+    s.acceptor.close(ignored);
+    return where(ec);
+  }
+  s.stopped = false;
+  s.accept();
+  return {};
+}
+
+uint16_t MetricsServer::port() const { return state_->port; }
+
+void MetricsServer::stop() {
+  auto& s = *state_;
+  s.stopped = true;
+  beast::error_code ignored;
+  s.acceptor.close(ignored);
+  s.retry.cancel();
+  // Copied first: a connection that ends releases itself from the map.
+  std::vector<std::shared_ptr<MetricsConnection>> open;
+  for (auto& [_, weak] : s.connections) {
+    if (auto c = weak.lock()) open.push_back(std::move(c));
+  }
+  for (auto& c : open) c->close();
+}
+
+}  // namespace rssaudit

@@ -1,0 +1,62 @@
+// The optional metrics endpoint: a small HTTP/1.1 server for Prometheus
+// scrapes on the daemon's own single-threaded io_context. It answers
+// `GET /metrics` by calling the render callback on the loop thread, so the
+// callback may read the daemon's state without locks; other paths get 404,
+// other methods on /metrics 405.
+//
+// It faces the network, so everything is bounded: request size, time per
+// request, number of open connections. Garbage gets a 4xx or a closed socket,
+// never a crash.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/openmetrics.h"
+
+namespace rssaudit {
+
+struct MetricsServerOptions {
+  std::string address = "127.0.0.1";  // loopback unless asked otherwise
+  uint16_t port = 0;                  // 0: an ephemeral port, see port()
+  size_t max_connections = 16;
+  // Headers and body of one request together.
+  size_t max_request_bytes = 8192;
+  // For reading one whole request, and for writing one answer: a client
+  // that trickles bytes is cut off, and an idle keep-alive connection too.
+  std::chrono::milliseconds timeout{10'000};
+};
+
+class MetricsServer {
+ public:
+  // The scrape body in the format the client negotiated (Accept header).
+  using Render = std::function<std::string(ExpositionFormat)>;
+
+  MetricsServer(boost::asio::io_context& io, MetricsServerOptions options,
+                Render render);
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+  ~MetricsServer();  // stop()
+
+  // Binds and listens; empty on success, else why, naming address:port.
+  // Call on the loop thread (or before the loop runs).
+  [[nodiscard]] std::string start();
+  // The bound port (the ephemeral one when options.port was 0); 0 before
+  // start() succeeded.
+  uint16_t port() const;
+  // Closes the listener and every connection; pending handlers complete
+  // with operation_aborted on the loop. Idempotent.
+  void stop();
+
+  struct State;  // shared with the connections, which may outlive *this
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace rssaudit
