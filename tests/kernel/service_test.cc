@@ -1,0 +1,140 @@
+// Root-only: rssauditd as systemd runs it (Type=notify, WatchdogSec=), with
+// a stand-in for the manager's notify socket: ready once capturing, status
+// lines, watchdog pings at half the timeout, stopping on SIGTERM.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "daemon/bpf_capture.h"
+#include "tests/support/notify_listener.h"
+#include "tests/support/run_command.h"
+
+namespace rssaudit {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text + "\n").find("\n" + line + "\n") != std::string::npos;
+}
+
+// The values of `key` in one notification ("KEY=value" lines).
+std::vector<std::string> values_of(const std::string& text,
+                                   const std::string& key) {
+  std::vector<std::string> values;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    if (line.rfind(key + "=", 0) == 0)
+      values.push_back(line.substr(key.size() + 1));
+    start = end + 1;
+  }
+  return values;
+}
+
+TEST(Service, NotifiesReadyStatusWatchdogAndStopping) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  testing::NotifyListener manager;
+  ASSERT_EQ(manager.error(), "");
+  const std::string db = (manager.dir() / "rssaudit.db").string();
+  const std::string socket = (manager.dir() / "control.sock").string();
+  const std::string config = (manager.dir() / "rssauditd.conf").string();
+  const std::string log = (manager.dir() / "stderr").string();
+  std::ofstream(config) << "# all defaults\n";
+
+  const pid_t daemon = fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    // What systemd sets for WatchdogSec=2s: the timeout and the one
+    // process it is meant for.
+    setenv("NOTIFY_SOCKET", manager.path().c_str(), 1);
+    setenv("WATCHDOG_USEC", "2000000", 1);
+    setenv("WATCHDOG_PID", std::to_string(getpid()).c_str(), 1);
+    const int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (err >= 0) dup2(err, STDERR_FILENO);
+    execl(RSSAUDIT_DAEMON, RSSAUDIT_DAEMON, "--config", config.c_str(), "--db",
+          db.c_str(), "--socket", socket.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::vector<std::string> received;
+  const auto collect_until = [&](Clock::time_point deadline,
+                                 const std::string& wanted) {
+    while (Clock::now() < deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - Clock::now());
+      const auto note = manager.receive(std::max(left, 1ms));
+      if (!note) continue;
+      EXPECT_EQ(note->pid, daemon) << "NotifyAccess=main: from the daemon";
+      received.push_back(note->text);
+      if (!wanted.empty() && has_line(note->text, wanted)) return true;
+    }
+    return false;
+  };
+  const auto count = [&](const std::string& line) {
+    int n = 0;
+    for (const std::string& t : received) n += has_line(t, line);
+    return n;
+  };
+
+  const bool ready = collect_until(Clock::now() + 20s, "READY=1");
+  // Three pings' worth of time at one ping per second.
+  if (ready) collect_until(Clock::now() + 3500ms, "");
+  kill(daemon, SIGTERM);
+  const bool stopping = collect_until(Clock::now() + 20s, "STOPPING=1");
+  // A daemon that hangs on SIGTERM fails the test rather than blocking it.
+  int status = 0;
+  bool exited = false;
+  for (const auto give_up = Clock::now() + 30s; Clock::now() < give_up;) {
+    if (waitpid(daemon, &status, WNOHANG) == daemon) {
+      exited = true;
+      break;
+    }
+    usleep(50'000);
+  }
+  if (!exited) {
+    kill(daemon, SIGKILL);
+    waitpid(daemon, &status, 0);
+  }
+  EXPECT_TRUE(exited) << "exits within 30 s of SIGTERM";
+
+  std::string all;
+  for (const std::string& t : received) all += "[" + t + "]\n";
+  const std::string err = testing::slurp(log);
+  EXPECT_TRUE(ready) << "READY=1 within 20 s\n" << all << err;
+  EXPECT_GE(count("WATCHDOG=1"), 2) << all << err;
+  int status_lines = 0;
+  for (const std::string& t : received)
+    for (const std::string& value : values_of(t, "STATUS")) {
+      ++status_lines;
+      EXPECT_FALSE(value.empty()) << "a status says something: " << t;
+    }
+  EXPECT_GE(status_lines, 2) << "at READY and on sample ticks\n" << all;
+  EXPECT_TRUE(stopping) << "STOPPING=1 after SIGTERM\n" << all << err;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "status " << status << "\n"
+      << err;
+  // A stopping daemon never claims to be up again.
+  bool after_stopping = false;
+  for (const std::string& t : received) {
+    if (after_stopping) {
+      EXPECT_FALSE(has_line(t, "READY=1")) << all;
+    }
+    after_stopping = after_stopping || has_line(t, "STOPPING=1");
+  }
+}
+
+}  // namespace
+}  // namespace rssaudit
