@@ -3,13 +3,16 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 
+#include "cli/check_command.h"
 #include "cli/errors.h"
 #include "cli/export_command.h"
 #include "cli/history_command.h"
 #include "cli/record_command.h"
 #include "cli/show_command.h"
 #include "cli/simulate_command.h"
+#include "cli/status_command.h"
 #include "cli/top_command.h"
+#include "cli/whatif_command.h"
 
 int main(int argc, char** argv) {
   using namespace rssaudit::cli;
@@ -24,6 +27,9 @@ int main(int argc, char** argv) {
   register_show(app);
   register_history(app);
   register_export(app);
+  register_status(app);
+  register_whatif(app);
+  register_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -43,7 +43,9 @@ struct LiveProcess {
   uint64_t start_ticks = 0;  // /proc/PID/stat field 22; 0 if never sampled
   std::string comm{};
   std::string cgroup{};  // cgroup v2 path, "" if unknown
-  bool from_zero = false;  // seen from creation: values are absolute
+  // Exact values are absolute (seen from creation, or resynced from /proc);
+  // otherwise exact_rss, peak_rss and drift() are unknown.
+  bool from_zero = false;
   uint64_t updates = 0;
   uint64_t flagged = 0;
   uint64_t fidelity_checked = 0;
@@ -61,7 +63,8 @@ struct LiveProcess {
 
 struct LiveView {
   DaemonHealth health{};
-  std::vector<LiveProcess> processes{};  // ranked by |drift|, largest first
+  // Those with absolute values first, each part by |drift|, largest first.
+  std::vector<LiveProcess> processes{};
 };
 
 }  // namespace rssaudit

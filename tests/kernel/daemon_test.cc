@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <thread>
@@ -107,6 +109,97 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
   EXPECT_GE(quiescent, 3) << "samples of the child holding its 64 MiB";
   for (const char* suffix : {"", "-wal", "-shm"})
     std::filesystem::remove(db + suffix);
+}
+
+// SIGHUP reloads the config file: a bad one is refused naming its file,
+// line and key while the daemon keeps running on the old settings; a good
+// one applies (here: periodic summaries), and settings read only at start
+// are named and kept.
+TEST(Daemon, SighupReloadsConfigAndRefusesABadOne) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  const std::string base = std::filesystem::temp_directory_path() /
+                           ("rssaudit-reload-" + std::to_string(getpid()));
+  const std::string conf = base + ".conf", db = base + ".db";
+  std::ofstream(conf) << "top = 5\n";
+  const auto r = testing::run_command(
+      "( " + std::string(RSSAUDIT_DAEMON) + " --config " + conf + " --db " +
+      db +
+      " --socket none & d=$!; sleep 1; "
+      "printf 'top = 5\\nbogus-key = 1\\n' > " +
+      conf +
+      "; kill -HUP $d; "
+      "sleep 0.5; printf 'summary-interval = 0.3\\npoll-ms = 20\\n' > " +
+      conf + "; kill -HUP $d; sleep 1.2; kill -TERM $d; wait $d )");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("reload failed, configuration unchanged: " + conf +
+                       ":2: unknown key 'bogus-key'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("'poll-ms' changes at the next start only"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("configuration reloaded from " + conf),
+            std::string::npos);
+  size_t summaries = 0;
+  for (size_t at = r.err.find("summary live_mms"); at != std::string::npos;
+       at = r.err.find("summary live_mms", at + 1))
+    ++summaries;
+  EXPECT_GE(summaries, 3u) << "the reloaded summary-interval took effect";
+  EXPECT_TRUE(std::filesystem::exists(db)) << "the database was kept";
+  for (const std::string& f : {conf, db, db + "-wal", db + "-shm"})
+    std::filesystem::remove(f);
+}
+
+// The live paths a newcomer uses: the CLI asks the running daemon over its
+// control socket, and a scrape of the metrics endpoint passes promtool.
+TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  const std::string base = std::filesystem::temp_directory_path() /
+                           ("rssaudit-live-" + std::to_string(getpid()));
+  const std::string sock = base + ".sock", db = base + ".db";
+  const std::string err = base + ".err", metrics = base + ".prom";
+  const std::string status_file = base + ".status", top_file = base + ".top";
+  const std::string cli = RSSAUDIT_CLI;
+  const auto r = testing::run_command(
+      "( " + std::string(RSSAUDIT_DAEMON) + " --db " + db + " --socket " +
+      sock + " --metrics-listen 127.0.0.1:0 --sample-interval 0.2 2>" + err +
+      " & d=$!; sleep 1.5; "
+      "python3 -c 'import time; b = bytearray(32 << 20); "
+      "b[::4096] = b\"x\" * 8192; time.sleep(2)' & w=$!; sleep 1.2; "
+      "port=$(sed -n 's/.*serving metrics on 127.0.0.1:\\([0-9]*\\).*/\\1/p' " +
+      err +
+      "); python3 -c \"import urllib.request, sys; sys.stdout.write("
+      "urllib.request.urlopen('http://127.0.0.1:$port/metrics')"
+      ".read().decode())\" > " +
+      metrics + "; " + cli + " status --socket " + sock + " --json > " +
+      status_file + "; " + cli + " top --live --json --socket " + sock + " > " +
+      top_file + "; wait $w; kill -TERM $d; wait $d )");
+  ASSERT_EQ(r.exit_code, 0) << r.err << testing::slurp(err);
+  const auto status = nlohmann::json::parse(testing::slurp(status_file));
+  EXPECT_GT(status.at("events").get<uint64_t>(), 8192u) << r.out;
+  EXPECT_EQ(status.at("drops").get<uint64_t>(), 0u);
+  const auto top = nlohmann::json::parse(testing::slurp(top_file));
+  bool found = false;
+  for (const auto& p : top.at("processes"))
+    if (p.at("comm") == "python3" && p.at("exact_rss_pages").is_number() &&
+        p.at("exact_rss_pages").get<int64_t>() >= 8192)
+      found = true;
+  EXPECT_TRUE(found) << "the 32 MiB python3 is listed live: " << top.dump();
+  const std::string scrape = testing::slurp(metrics);
+  EXPECT_NE(scrape.find("rssaudit_events_total "), std::string::npos) << scrape;
+  if (std::system("command -v promtool >/dev/null") == 0) {
+    const auto lint =
+        testing::run_command("promtool check metrics < " + metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(sock)) << "removed at exit";
+  for (const std::string& f :
+       {err, metrics, status_file, top_file, db, db + "-wal", db + "-shm"})
+    std::filesystem::remove(f);
 }
 
 TEST(Daemon, BadArgumentsExitTwo) {

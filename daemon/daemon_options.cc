@@ -1,0 +1,209 @@
+#include "daemon/daemon_options.h"
+
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/config_file.h"
+
+namespace rssaudit {
+namespace {
+
+std::string check_walk(const std::string& w) {
+  if (w == "all" ||
+      (!w.empty() && w.find_first_not_of("0123456789") == std::string::npos))
+    return "";
+  return fmt::format("takes 'all' or PIDs, got '{}'", w);
+}
+
+std::string check_listen(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (s.empty()) return "";
+  if (colon == std::string::npos || colon + 1 == s.size() ||
+      s.find_first_not_of("0123456789", colon + 1) != std::string::npos)
+    return fmt::format("expects ADDRESS:PORT, got '{}'", s);
+  return "";
+}
+
+// One definition of every setting, used for flags and config keys alike.
+void add_options(CLI::App& app, DaemonOptions& o) {
+  app.add_option("--config", o.config,
+                 "Config file: 'key = value' lines, keys as these options")
+      ->capture_default_str();
+  app.add_option("--duration", o.duration_s,
+                 "Stop after this many seconds (default: until SIGTERM)");
+  app.add_option("--pid", o.pid, "Audit only this process");
+  app.add_option("--poll-ms", o.poll_ms, "Ring-buffer poll period")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--summary-interval", o.summary_s,
+                 "Log a summary every this many seconds (0: off)");
+  app.add_option("--top", o.top, "Processes listed in a summary")
+      ->capture_default_str();
+  app.add_option("--db", o.db, "History database (SQLite)")
+      ->capture_default_str();
+  app.add_option("--sample-interval", o.sample_s,
+                 "Seconds between /proc samples of audited processes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--flush-interval", o.flush_s,
+                 "Seconds between database transactions")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--comm", o.recorder.comm, "Record only processes named so");
+  app.add_option("--min-rss", o.recorder.min_rss_pages,
+                 "Record only processes with at least this many pages");
+  app.add_option("--walk", o.walk,
+                 "Page-table walks (smaps_rollup, pagemap): 'all' or PIDs")
+      ->delimiter(',')
+      ->check(CLI::Validator(check_walk, "all|PID"));
+  app.add_option("--walk-interval", o.walk_interval_s,
+                 "Minimum seconds between walks of one process")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--walk-min-rss", o.walk_min_rss_pages,
+                 "Walk only processes with at least this many pages");
+  app.add_option("--retention-days", o.retention_days,
+                 "Delete history older than this (0: keep)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--retention-mib", o.retention_mib,
+                 "Keep the history under this size (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--socket", o.socket,
+                 "Control socket for live queries ('none': no socket)")
+      ->capture_default_str();
+  app.add_option("--socket-group", o.socket_group,
+                 "Group allowed to query the control socket");
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "Serve OpenMetrics at ADDRESS:PORT (default: off)")
+      ->check(CLI::Validator(check_listen, "ADDRESS:PORT"));
+  app.add_option("--metrics-group-by", o.metrics_group_by,
+                 "Group metrics by comm or cgroup")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"comm", "cgroup"}));
+  app.add_option("--metrics-top", o.metrics_top,
+                 "Processes and groups given their own series")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1000}));
+}
+
+// CLI11 takes its argument vector in reverse order.
+void parse(CLI::App& app, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+}
+
+struct FileEntries {
+  std::vector<ConfigEntry> entries;
+  std::string error;
+};
+
+FileEntries read_config(const std::string& path, bool must_exist) {
+  std::ifstream in(path);
+  if (!in) {
+    if (!must_exist) return {};
+    return {{}, fmt::format("{}: cannot read config file", path)};
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return {{}, fmt::format("{}: cannot read config file", path)};
+  auto parsed = parse_config(text.str());
+  if (auto* e = std::get_if<ConfigSyntaxError>(&parsed))
+    return {{}, fmt::format("{}:{}: {}", path, e->line, e->message)};
+  return {std::get<std::vector<ConfigEntry>>(std::move(parsed)), ""};
+}
+
+// Checks one entry alone, so an error can name its line and key.
+std::string check_entry(const std::string& path, const ConfigEntry& e) {
+  if (e.key == "config")
+    return fmt::format("{}:{}: key 'config' cannot be set in a config file",
+                       path, e.line);
+  DaemonOptions scratch;
+  CLI::App app;
+  add_options(app, scratch);
+  if (app.get_option_no_throw("--" + e.key) == nullptr)
+    return fmt::format("{}:{}: unknown key '{}'", path, e.line, e.key);
+  try {
+    parse(app, {"--" + e.key + "=" + e.value});
+  } catch (const CLI::ParseError& err) {
+    return fmt::format("{}:{}: key '{}': {}", path, e.line, e.key, err.what());
+  }
+  return "";
+}
+
+}  // namespace
+
+WalkPolicy walk_policy(const DaemonOptions& o) {
+  WalkPolicy p;
+  for (const std::string& w : o.walk) {
+    if (w == "all")
+      p.all = true;
+    else
+      p.pids.insert(static_cast<uint32_t>(std::stoul(w)));
+  }
+  p.min_interval_ns = static_cast<uint64_t>(o.walk_interval_s * 1e9);
+  p.min_rss_pages = o.walk_min_rss_pages;
+  return p;
+}
+
+LoadedOptions load_daemon_options(const std::vector<std::string>& args) {
+  DaemonOptions flags;
+  CLI::App app{"rssauditd: audits every RSS counter update of this host"};
+  add_options(app, flags);
+  try {
+    parse(app, args);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, or the error
+    return {std::nullopt, code == 0 ? "" : e.what(), code == 0 ? 0 : 2};
+  }
+  std::set<std::string> given;
+  for (const CLI::Option* opt : app.get_options())
+    if (opt->count() > 0) given.insert(opt->get_name(false, true));
+
+  // The default file is optional even when named (the unit names it), so
+  // a fresh install runs on defaults; another path must exist.
+  const bool must_exist =
+      given.count("--config") > 0 && flags.config != kDefaultConfigPath;
+  FileEntries file = read_config(flags.config, must_exist);
+  if (!file.error.empty()) return {std::nullopt, file.error, 1};
+  std::vector<std::string> merged;
+  for (const ConfigEntry& e : file.entries) {
+    if (std::string err = check_entry(flags.config, e); !err.empty())
+      return {std::nullopt, err, 1};
+    if (!given.count("--" + e.key))
+      merged.push_back("--" + e.key + "=" + e.value);
+  }
+  merged.insert(merged.end(), args.begin(), args.end());
+  DaemonOptions result;
+  CLI::App final_app;
+  add_options(final_app, result);
+  try {
+    parse(final_app, merged);
+  } catch (const CLI::ParseError& e) {
+    return {std::nullopt, e.what(), 2};
+  }
+  return {result, "", 0};
+}
+
+std::vector<std::string> restart_only_changes(const DaemonOptions& running,
+                                              const DaemonOptions& loaded) {
+  std::vector<std::string> changed;
+  auto note = [&](bool differs, const char* key) {
+    if (differs) changed.emplace_back(key);
+  };
+  note(running.db != loaded.db, "db");
+  note(running.pid != loaded.pid, "pid");
+  note(running.poll_ms != loaded.poll_ms, "poll-ms");
+  note(running.duration_s != loaded.duration_s, "duration");
+  note(running.socket != loaded.socket, "socket");
+  note(running.socket_group != loaded.socket_group, "socket-group");
+  note(running.metrics_listen != loaded.metrics_listen, "metrics-listen");
+  return changed;
+}
+
+}  // namespace rssaudit

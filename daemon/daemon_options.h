@@ -1,0 +1,61 @@
+// rssauditd's settings: every one is a long flag and the same key in the
+// config file (core/config_file.h). Flags win over the file. SIGHUP loads
+// the file again with the original flags; settings that only take effect
+// at start are listed by restart_only_changes().
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/control_protocol.h"
+#include "daemon/history_recorder.h"
+#include "daemon/sampler.h"
+
+namespace rssaudit {
+
+inline constexpr const char* kDefaultConfigPath =
+    "/etc/rssaudit/rssauditd.conf";
+
+struct DaemonOptions {
+  std::string config = kDefaultConfigPath;
+  double duration_s = 0;  // 0: until SIGTERM/SIGINT
+  uint32_t pid = 0;
+  unsigned poll_ms = 10;
+  double summary_s = 0;
+  size_t top = 20;
+  std::string db = "rssaudit.db";
+  double sample_s = 1;
+  double flush_s = 5;
+  RecorderOptions recorder;
+  std::vector<std::string> walk;  // "all" or pids
+  double walk_interval_s = 60;
+  uint64_t walk_min_rss_pages = 0;
+  double retention_days = 30;
+  double retention_mib = 0;
+  std::string socket = kDefaultSocketPath;  // "" or "none": no socket
+  std::string socket_group;                 // "" keeps the daemon's group
+  std::string metrics_listen;               // "ADDR:PORT"; "": off
+  std::string metrics_group_by = "comm";    // or "cgroup"
+  size_t metrics_top = 20;
+};
+
+WalkPolicy walk_policy(const DaemonOptions& o);
+
+struct LoadedOptions {
+  std::optional<DaemonOptions> options;  // empty on error
+  std::string error;  // names the flag, or the file, line and key
+  int exit_code = 0;  // 2: bad flag; 1: bad or unreadable config; 0 with
+                      // no options: --help was printed
+};
+
+// Parses the command line (without argv[0]) and the config file it names;
+// the default one is read when present.
+LoadedOptions load_daemon_options(const std::vector<std::string>& args);
+
+// Names of the settings that differ between `running` and `loaded` but only
+// take effect at start (database, capture target, socket, endpoint).
+std::vector<std::string> restart_only_changes(const DaemonOptions& running,
+                                              const DaemonOptions& loaded);
+
+}  // namespace rssaudit

@@ -1,0 +1,28 @@
+// Builds the LiveView the control socket and the metrics endpoint serve,
+// from the audit pipeline's live mms. Called per query or scrape, never per
+// event.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/live_view.h"
+#include "daemon/audit_pipeline.h"
+
+namespace rssaudit {
+
+// What identifies an mm's process to a human, when known.
+struct ProcessLabels {
+  uint64_t start_ticks = 0;
+  std::string comm;
+  std::string cgroup;
+};
+
+using LabelLookup = std::function<std::optional<ProcessLabels>(uint64_t mm)>;
+
+// Every live mm, ranked by |drift|; `labels` is asked by mm address.
+LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
+                         const LabelLookup& labels);
+
+}  // namespace rssaudit
