@@ -9,6 +9,7 @@
 
 #include "cli/errors.h"
 #include "cli/time_args.h"
+#include "core/update.h"
 
 namespace rssaudit::cli {
 
@@ -115,9 +116,7 @@ std::optional<int64_t> resident_pages(const SampleRow& r) {
 
 std::optional<double> drift_to_bound(const ProcessWindow& w) {
   if (!w.worst_drift || !w.bound || *w.bound <= 0) return std::nullopt;
-  // The stored bound is per counter; the drift is of RSS, the sum of the
-  // file, anon and shmem counters, each off by up to that bound.
-  constexpr double kRssCounters = 3;
+  // The stored bound is per counter; the drift is of RSS.
   return std::abs(double(*w.worst_drift)) / (kRssCounters * double(*w.bound));
 }
 

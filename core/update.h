@@ -14,6 +14,9 @@ enum Member : uint8_t {
   kShmemPages = 3,
 };
 inline constexpr int kMembers = 4;
+// RSS (VmRSS, statm resident) sums the file, anon and shmem counters, so
+// its error bound is this many times one counter's.
+inline constexpr int kRssCounters = 3;
 
 // Update::flags bits.
 inline constexpr uint8_t kUpdateByOwner = 1;  // current->mm == this mm

@@ -292,14 +292,10 @@ class Daemon {
       return;
     }
     DaemonOptions next = *loaded.options;
-    const std::vector<std::string> kept = restart_only_changes(o_, next);
+    const std::vector<std::string> kept = keep_restart_only(o_, next);
     for (const std::string& key : kept)
       fmt::print(stderr, "rssauditd: '{}' changes at the next start only\n",
                  key);
-    next.db = o_.db, next.pid = o_.pid, next.poll_ms = o_.poll_ms;
-    next.duration_s = o_.duration_s, next.socket = o_.socket;
-    next.socket_group = o_.socket_group;
-    next.metrics_listen = o_.metrics_listen;
     const bool summaries_changed = next.summary_s != o_.summary_s;
     o_ = std::move(next);
     sampler_.set_policy(walk_policy(o_));

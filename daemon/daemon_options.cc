@@ -190,19 +190,21 @@ LoadedOptions load_daemon_options(const std::vector<std::string>& args) {
   return {result, "", 0};
 }
 
-std::vector<std::string> restart_only_changes(const DaemonOptions& running,
-                                              const DaemonOptions& loaded) {
+std::vector<std::string> keep_restart_only(const DaemonOptions& running,
+                                           DaemonOptions& loaded) {
   std::vector<std::string> changed;
-  auto note = [&](bool differs, const char* key) {
-    if (differs) changed.emplace_back(key);
+  auto keep = [&](auto DaemonOptions::*field, const char* key) {
+    if (running.*field == loaded.*field) return;
+    changed.emplace_back(key);
+    loaded.*field = running.*field;
   };
-  note(running.db != loaded.db, "db");
-  note(running.pid != loaded.pid, "pid");
-  note(running.poll_ms != loaded.poll_ms, "poll-ms");
-  note(running.duration_s != loaded.duration_s, "duration");
-  note(running.socket != loaded.socket, "socket");
-  note(running.socket_group != loaded.socket_group, "socket-group");
-  note(running.metrics_listen != loaded.metrics_listen, "metrics-listen");
+  keep(&DaemonOptions::db, "db");
+  keep(&DaemonOptions::pid, "pid");
+  keep(&DaemonOptions::poll_ms, "poll-ms");
+  keep(&DaemonOptions::duration_s, "duration");
+  keep(&DaemonOptions::socket, "socket");
+  keep(&DaemonOptions::socket_group, "socket-group");
+  keep(&DaemonOptions::metrics_listen, "metrics-listen");
   return changed;
 }
 

@@ -1,7 +1,7 @@
 // rssauditd's settings: every one is a long flag and the same key in the
 // config file (core/config_file.h). Flags win over the file. SIGHUP loads
 // the file again with the original flags; settings that only take effect
-// at start are listed by restart_only_changes().
+// at start are kept by keep_restart_only().
 #pragma once
 
 #include <optional>
@@ -53,9 +53,10 @@ struct LoadedOptions {
 // the default one is read when present.
 LoadedOptions load_daemon_options(const std::vector<std::string>& args);
 
-// Names of the settings that differ between `running` and `loaded` but only
-// take effect at start (database, capture target, socket, endpoint).
-std::vector<std::string> restart_only_changes(const DaemonOptions& running,
-                                              const DaemonOptions& loaded);
+// Sets back in `loaded` the settings that only take effect at start
+// (database, capture target, socket, endpoint) to their `running` values;
+// returns the names of those that differed.
+std::vector<std::string> keep_restart_only(const DaemonOptions& running,
+                                           DaemonOptions& loaded);
 
 }  // namespace rssaudit

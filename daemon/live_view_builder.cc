@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/update.h"
+#include "core/upstream_percpu.h"
+
 namespace rssaudit {
 
 LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
                          const LabelLookup& labels) {
   LiveView view;
-  // The upstream bound on an RSS sum: file, anon and shmem counters, each
-  // off by at most nr_cpus * (batch - 1) pages.
-  const int64_t bound =
-      3 * int64_t{health.nr_cpus} * std::max<int64_t>(0, health.batch - 1);
+  Topology host;
+  host.nr_cpus = health.nr_cpus;
+  host.upstream_batch = health.batch;
+  const int64_t bound = kRssCounters * *UpstreamPercpu(host).bound(kAnonPages);
   view.health = std::move(health);
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     const MmSummary& s = mm.summary;

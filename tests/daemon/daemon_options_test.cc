@@ -110,10 +110,10 @@ TEST_F(DaemonOptionsTest, RestartOnlyChangesAreNamed) {
   DaemonOptions a, b;
   b.sample_s = 9;
   b.recorder.comm = "x";
-  EXPECT_TRUE(restart_only_changes(a, b).empty());
+  EXPECT_TRUE(keep_restart_only(a, b).empty());
   b.db = "other.db";
   b.metrics_listen = "127.0.0.1:9100";
-  EXPECT_EQ(restart_only_changes(a, b),
+  EXPECT_EQ(keep_restart_only(a, b),
             (std::vector<std::string>{"db", "metrics-listen"}));
 }
 
