@@ -150,19 +150,32 @@ class CaptureTest : public ::testing::Test {
     return pid;
   }
 
-  // The mm a process ran on: from its own first update of it.
-  uint64_t mm_of(pid_t pid) const {
-    for (const rss_event& e : raw_)
-      if (e.kind == RSS_EV_UPDATE && e.tgid == uint32_t(pid) &&
-          (e.flags & RSS_EVF_OWNER))
-        return e.mm;
-    return 0;
+  // The mm a process ran on: from its own first update of it. The key, not
+  // the address: the capture sees the whole host, and an address is reused
+  // by the next mm as soon as one exits (busy hosts do it within a test).
+  MmKey mm_of(pid_t pid) const {
+    for (const Seen& s : sink_.updates)
+      if (s.info.tgid == uint32_t(pid) && s.update.by_owner()) return s.mm;
+    return {};
   }
 
-  std::vector<Seen> updates_of(uint64_t mm) const {
+  std::vector<Seen> updates_of(const MmKey& mm) const {
     std::vector<Seen> out;
     for (const Seen& s : sink_.updates)
-      if (s.mm.addr == mm) out.push_back(s);
+      if (s.mm == mm) out.push_back(s);
+    return out;
+  }
+
+  // Updates of the mm at `addr` made by the processes `tgids` (the address
+  // alone may also name other processes' mms before or after).
+  std::vector<Seen> updates_of(uint64_t addr,
+                               std::initializer_list<pid_t> tgids) const {
+    std::vector<Seen> out;
+    for (const Seen& s : sink_.updates)
+      if (s.mm.addr == addr &&
+          std::find(tgids.begin(), tgids.end(), pid_t(s.info.tgid)) !=
+              tgids.end())
+        out.push_back(s);
     return out;
   }
 
@@ -186,7 +199,7 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   int64_t sum_at_rest = 0;
   int64_t rss_anon_at_rest = -1;
-  uint64_t mm = 0;
+  MmKey mm;
   const pid_t pid = run(
       [&](int ready, int resume) {
         char* p = touch_region(kRegion, 97, cpus);
@@ -201,7 +214,7 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
           if (s.update.member == kAnonPages) sum_at_rest += s.update.delta;
       });
 
-  ASSERT_NE(mm, 0u);
+  ASSERT_NE(mm.addr, 0u);
   const std::vector<Seen> updates = updates_of(mm);
   UpstreamPercpu model(Topology::for_cpus(capture_->possible_cpus()));
   size_t faults_of_one_page = 0;
@@ -242,7 +255,7 @@ TEST_F(CaptureTest, TwoPinnedThreadsAreExactWhereverNotFlagged) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
   int64_t sum_at_rest = 0;
   int64_t rss_anon_at_rest = -1;
-  uint64_t mm = 0;
+  MmKey mm;
   uint64_t rest_ns = 0;
   const pid_t pid = run(
       [&](int ready, int resume) {
@@ -270,7 +283,7 @@ TEST_F(CaptureTest, TwoPinnedThreadsAreExactWhereverNotFlagged) {
           if (s.update.member == kAnonPages) sum_at_rest += s.update.delta;
       });
 
-  ASSERT_NE(mm, 0u);
+  ASSERT_NE(mm.addr, 0u);
   const std::vector<Seen> updates = updates_of(mm);
   ASSERT_GE(updates.size(), 2 * kRegion / kPage);
   // The model's count after each update, in stream order.
@@ -361,7 +374,7 @@ TEST_F(CaptureTest, ForkVforkExecAreSeenWithTheirFlagsAndMms) {
   ASSERT_EQ(read(pids[0], both, sizeof(both)), ssize_t(sizeof(both)));
   forked = both[0];
   vforked = both[1];
-  const uint64_t parent_mm = mm_of(pid);
+  const uint64_t parent_mm = mm_of(pid).addr;
   ASSERT_NE(parent_mm, 0u);
 
   uint64_t forked_mm = 0, exec_mm = 0, exec_old_mm = 0;
@@ -405,7 +418,7 @@ TEST_F(CaptureTest, ForkVforkExecAreSeenWithTheirFlagsAndMms) {
   EXPECT_TRUE(task_exit);
   // Every update of the three mms seen from their creation is exact.
   for (uint64_t mm : {forked_mm, exec_mm, parent_mm})
-    for (const Seen& s : updates_of(mm))
+    for (const Seen& s : updates_of(mm, {pid, forked, vforked}))
       EXPECT_EQ(s.info.fidelity, Fidelity::kExact)
           << "mm " << std::hex << mm << " cpu " << s.update.cpu;
 }
