@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# How many records per second rssauditd's consumer takes without a drop:
+# rssauditd on CPU 1, bench/inject_rate replaying a recording into its own
+# ring buffer from CPU 0 at each rate, SECONDS each. Prints, per rate, the
+# rate reached, the drops, rssauditd's CPU ns per record and its summary.
+# Usage (root): bench/consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]
+# (make RECORDING with `rssaudit record`, as for bench/replay_cost).
+set -euo pipefail
+build=${1:?usage: consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]}
+recording=${2:?usage: consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]}
+seconds=${3:-10}
+shift $(($# < 3 ? $# : 3))
+rates=("${@:-1000000}")
+[ ${#rates[@]} -gt 0 ] || rates=(1000000)
+db=$(mktemp -d)/consumer_rate.db
+log=$(mktemp)
+for rate in "${rates[@]}"; do
+  rm -f "$db"
+  taskset -c 1 "$build/daemon/rssauditd" --db "$db" --socket none >"$log" 2>&1 &
+  pid=$!
+  sleep 2
+  "$build/bench/inject_rate" "$recording" "$rate" "$seconds" 0 "$pid" || true
+  kill -USR1 "$pid"; sleep 0.5
+  kill -INT "$pid"; wait "$pid" || true
+  grep '^summary' "$log" | tail -1 | cut -d' ' -f4-10
+done
