@@ -32,6 +32,7 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
   p.type = type;
   p.seq = pushed_++;
   p.fold = false;
+  p.prev_fold = 0;
   p.used_resync = false;
   p.cancelled = false;
   p.mm = &mm;
@@ -43,8 +44,10 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
 DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
                                                           bool from_zero,
                                                           uint64_t time_ns) {
+  // Consecutive records mostly concern one mm: skip the hash lookup.
+  if (last_mm_ && last_mm_->key.addr == addr) return *last_mm_;
   std::unique_ptr<MmState>& slot = mms_[addr];
-  if (slot) return *slot;
+  if (slot) return *(last_mm_ = slot.get());
   slot = std::make_unique<MmState>();
   MmState& st = *slot;
   st.key = MmKey{addr, next_generation_++};
@@ -57,7 +60,7 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
     st.slots[i].known = from_zero;
   ++stats_.mms_created;
   push(Pending::Type::kCreated, st, time_ns);
-  return st;
+  return *(last_mm_ = &st);
 }
 
 void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
@@ -122,6 +125,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       }
       Pending& p = push(Pending::Type::kDestroyed, *it->second, end_ns(e));
       p.dead = std::move(it->second);
+      if (last_mm_ == p.dead.get()) last_mm_ = nullptr;
       mms_.erase(it);
       ++stats_.mms_destroyed;
       break;
@@ -200,6 +204,8 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     // Back to zero: `count` moved by slot_before + delta (a fold, at least
     // batch away from zero) or not at all.
     p.fold = true;
+    p.prev_fold = st.last_fold[m];
+    st.last_fold[m] = p.seq + 1;
     int64_t moved = e.aux - st.count[m];
     if (moved != 0 && std::llabs(moved) < options_.batch) {
       p.info.fidelity = Fidelity::kInconsistent;
@@ -358,20 +364,19 @@ void DeltaReconstructor::on_loss() {
 
 // Flags `fold` and every held-back fold of the same counter on another CPU
 // whose window overlaps its own, [since_ns, end]: which of them moved
-// `count` first is unknown. Stops at records that ended more than grace_ns
-// before: older ones cannot overlap (they ended before their successors
-// reserved).
+// `count` first is unknown. Walks the counter's chain of held-back folds,
+// newest first, and stops at one that ended more than grace_ns before:
+// older ones cannot overlap (they ended before their successors reserved).
 void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns) {
-  for (size_t i = size_ - 1; i-- > 0;) {
-    Pending& p = at(i);
+  const uint64_t head_seq = pushed_ - size_;
+  for (uint64_t next = fold.prev_fold; next > head_seq;) {
+    Pending& p = at(next - 1 - head_seq);
+    next = p.prev_fold;
     // Records are in reservation order and each spans at most max_span_ns_,
     // so every record before one that ended max_span_ns_ before `since`
     // ended before it too.
     if (p.end_ns + max_span_ns_ + kLateSlackNs < since_ns) break;
-    if (p.type != Pending::Type::kUpdate || !p.fold || p.mm != fold.mm ||
-        p.update.member != fold.update.member ||
-        p.update.cpu == fold.update.cpu)
-      continue;
+    if (p.update.cpu == fold.update.cpu) continue;
     // Another task's fold may have landed before its record started by up
     // to an interrupt's length (the add re-enables interrupts before the
     // tracepoint): near misses between tasks are flagged too. One task's

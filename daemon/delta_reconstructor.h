@@ -212,6 +212,9 @@ class DeltaReconstructor {
     // The last emitted fold per member, to detect a late overlap.
     std::array<uint64_t, kMembers> emitted_fold_end{};
     std::array<uint32_t, kMembers> emitted_fold_cpu{};
+    // Per member: seq + 1 of its latest fold pushed (0: none), the head of
+    // the chain mark_overlaps() walks instead of every held-back record.
+    std::array<uint64_t, kMembers> last_fold{};
     std::unique_ptr<SlotState[]> slots;  // [cpu * kMembers + member]
   };
   struct Pending {
@@ -224,6 +227,8 @@ class DeltaReconstructor {
     };
     Type type = Type::kUpdate;
     bool fold = false;  // kUpdate whose slot came back to zero
+    // A fold: seq + 1 of the previous fold of its mm and member (0: none).
+    uint64_t prev_fold = 0;
     // kUpdate whose delta needed a resync still pending: flagged if that
     // resync is cancelled.
     bool used_resync = false;
@@ -267,6 +272,7 @@ class DeltaReconstructor {
   static constexpr uint64_t kLateSlackNs = 2'000;
   std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
   std::unordered_map<uint32_t, TaskState> tasks_;  // by tid
+  MmState* last_mm_ = nullptr;  // the last looked up: records come in runs
   std::unordered_map<uint32_t, uint64_t> owned_;   // owner tgid -> mm addr
   // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
   // so steady state allocates nothing.
