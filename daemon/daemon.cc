@@ -197,10 +197,10 @@ class Daemon {
   LiveView view() {
     return build_live_view(
         pipeline_, health(),
-        [this](uint64_t mm) -> std::optional<ProcessLabels> {
-          const RecordedIdentity* id = recorder_.identity(mm);
-          if (!id) return std::nullopt;
-          return ProcessLabels{id->start_ticks, id->comm, id->cgroup};
+        [this](uint64_t mm, uint32_t tgid) -> std::optional<ProcessLabels> {
+          if (const RecordedIdentity* id = recorder_.identity(mm))
+            return ProcessLabels{id->start_ticks, id->comm, id->cgroup};
+          return labels_from_proc("/proc", tgid, label_reader_);
         });
   }
   std::string status_line() const {
@@ -334,6 +334,7 @@ class Daemon {
   std::unique_ptr<Store> store_;
   ProcessSampler sampler_;
   HistoryRecorder recorder_;
+  ProcReader label_reader_;  // live-view labels of unrecorded processes
   MmResync resync_{
       MmResyncOptions{.page_size = uint64_t(sysconf(_SC_PAGESIZE))}};
   uint64_t drops_seen_ = 0;

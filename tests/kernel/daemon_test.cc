@@ -202,6 +202,32 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
     std::filesystem::remove(f);
 }
 
+// A process the history does not record (here: --comm names another) is
+// still named in live queries, from its /proc entry.
+TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  const std::string base = std::filesystem::temp_directory_path() /
+                           ("rssaudit-unrec-" + std::to_string(getpid()));
+  const std::string sock = base + ".sock", db = base + ".db";
+  const std::string err = base + ".err", show_file = base + ".show";
+  const auto r = testing::run_command(
+      "( " + std::string(RSSAUDIT_DAEMON) + " --db " + db + " --socket " +
+      sock + " --comm no-such-process --sample-interval 0.2 2>" + err +
+      " & d=$!; sleep 1.5; "
+      "python3 -c 'import time; b = bytearray(16 << 20); "
+      "b[::4096] = b\"x\" * 4096; time.sleep(1.5)' & w=$!; sleep 1; " +
+      std::string(RSSAUDIT_CLI) + " show --live --json --socket " + sock +
+      " $w > " + show_file + "; wait $w; kill -TERM $d; wait $d )");
+  ASSERT_EQ(r.exit_code, 0) << r.err << testing::slurp(err);
+  const auto show = nlohmann::json::parse(testing::slurp(show_file));
+  EXPECT_EQ(show.at("comm"), "python3") << show.dump();
+  EXPECT_GT(show.at("start_ticks").get<uint64_t>(), 0u) << show.dump();
+  for (const std::string& f : {err, show_file, db, db + "-wal", db + "-shm"})
+    std::filesystem::remove(f);
+}
+
 TEST(Daemon, BadArgumentsExitTwo) {
   const auto r =
       testing::run_command(std::string(RSSAUDIT_DAEMON) + " --poll-ms 0");
