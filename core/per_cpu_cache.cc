@@ -2,9 +2,7 @@
 
 namespace rssaudit {
 
-PerCpuCache::PerCpuCache(const Topology& t) : cpus_(new CpuCache[t.nr_cpus]) {
-  live_.reserve(t.nr_cpus);
-}
+PerCpuCache::PerCpuCache(const Topology& t) : cpus_(t.nr_cpus) {}
 
 bool PerCpuCache::on_event(const LifeEvent& e) {
   bool moved = false;
@@ -26,15 +24,16 @@ bool PerCpuCache::on_event(const LifeEvent& e) {
 
 int64_t PerCpuCache::precise(int member) const {
   int64_t sum = atomic_[member];
-  for (uint32_t cpu : live_) sum += cpus_[cpu].count[member];
+  for (uint32_t cpu : live_) sum += cpus_.get(cpu).count[member];
   return sum;
 }
 
 // The switch-out path folds the outgoing mm's cache: one atomic add per
 // non-zero member. The CPU then caches another mm.
 bool PerCpuCache::flush(uint32_t cpu) {
-  CpuCache& c = cpus_[cpu];
-  if (c.live_at == kNotLive) return false;
+  // Only live CPUs hold this mm; the others need no chunk allocated.
+  if (cpus_.get(cpu).live_at == kNotLive) return false;
+  CpuCache& c = cpus_.at(cpu);
   bool moved = false;
   for (int m = 0; m < kMembers; ++m) {
     if (c.count[m] == 0) continue;
@@ -46,7 +45,7 @@ bool PerCpuCache::flush(uint32_t cpu) {
   // Swap-remove from live_.
   const uint32_t last = live_.back();
   live_[c.live_at] = last;
-  cpus_[last].live_at = c.live_at;
+  cpus_.at(last).live_at = c.live_at;
   live_.pop_back();
   c.live_at = kNotLive;
   return moved;

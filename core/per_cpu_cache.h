@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/per_cpu_array.h"
 #include "core/scheme.h"
 #include "core/topology.h"
 
@@ -26,10 +27,10 @@ class PerCpuCache {
   // target an mm their CPU does not cache and go to the atomics.
   void add(const Update& u) {
     if (u.by_owner()) {
-      CpuCache& c = cpus_[u.cpu];
-      if (c.live_at == kNotLive) {
+      CpuCache& c = cpus_.at(u.cpu);
+      if (c.live_at == kNotLive) [[unlikely]] {
         c.live_at = static_cast<uint32_t>(live_.size());
-        live_.push_back(u.cpu);  // capacity reserved for every CPU
+        live_.push_back(u.cpu);
       }
       c.count[u.member] += u.delta;
     } else {
@@ -47,7 +48,7 @@ class PerCpuCache {
   size_t bytes_per_mm() const { return kMembers * sizeof(int64_t); }
 
   int64_t cached(int member, uint32_t cpu) const {
-    return cpus_[cpu].count[member];
+    return cpus_.get(cpu).count[member];
   }
   // CPUs whose cache holds this mm (switched in and not yet out).
   size_t live_cpus() const { return live_.size(); }
@@ -64,7 +65,7 @@ class PerCpuCache {
 
   std::array<int64_t, kMembers> atomic_{};
   uint64_t shared_updates_ = 0;
-  std::unique_ptr<CpuCache[]> cpus_;
+  PerCpuArray<CpuCache> cpus_;
   // The CPUs caching this mm, so reads and the exit flush cost O(live CPUs).
   std::vector<uint32_t> live_;
 };

@@ -5,24 +5,31 @@ namespace rssaudit {
 UpstreamPercpu::UpstreamPercpu(const Topology& t)
     : nr_cpus_(t.nr_cpus),
       batch_(t.upstream_batch),
-      slots_(new int32_t[size_t{t.nr_cpus} * kMembers]()) {}
+      slots_(t.nr_cpus) {}
 
 int64_t UpstreamPercpu::precise(int member) const {
   int64_t sum = count_[member];
-  for (uint32_t c = 0; c < nr_cpus_; ++c) sum += slots_[c * kMembers + member];
+  slots_.for_each_allocated(
+      [&](uint32_t, const std::array<int32_t, kMembers>& s) {
+        sum += s[member];
+      });
   return sum;
 }
 
 void UpstreamPercpu::fold_all() {
+  std::array<int64_t, kMembers> folded{};
+  std::array<bool, kMembers> moved{};
+  slots_.for_each_allocated(
+      [&](uint32_t, const std::array<int32_t, kMembers>& s) {
+        for (int m = 0; m < kMembers; ++m) {
+          folded[m] += s[m];
+          moved[m] |= s[m] != 0;
+        }
+      });
+  slots_.fill({});
   for (int m = 0; m < kMembers; ++m) {
-    bool moved = false;
-    for (uint32_t c = 0; c < nr_cpus_; ++c) {
-      int32_t& slot = slots_[c * kMembers + m];
-      moved |= slot != 0;
-      count_[m] += slot;
-      slot = 0;
-    }
-    carries_ += moved;  // one lock acquisition per counter folded
+    count_[m] += folded[m];
+    carries_ += moved[m];  // one lock acquisition per counter folded
   }
 }
 

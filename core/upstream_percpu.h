@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "core/per_cpu_array.h"
 #include "core/scheme.h"
 #include "core/topology.h"
 
@@ -23,7 +24,7 @@ class UpstreamPercpu {
   // lib/percpu_counter.c: v = slot + amount; if |v| >= batch, count += v
   // under the lock and the slot returns to 0, else the slot keeps v.
   void add_batch(int member, uint32_t cpu, int64_t amount) {
-    int32_t& slot = slots_[cpu * kMembers + member];
+    int32_t& slot = slots_.at(cpu)[member];
     const int64_t v = slot + amount;
     if (std::llabs(v) >= batch_) {
       count_[member] += v;
@@ -47,7 +48,7 @@ class UpstreamPercpu {
   size_t bytes_per_mm() const;
 
   int32_t slot(int member, uint32_t cpu) const {
-    return slots_[cpu * kMembers + member];
+    return slots_.get(cpu)[member];
   }
   int32_t batch() const { return batch_; }
   uint32_t nr_cpus() const { return nr_cpus_; }
@@ -59,7 +60,7 @@ class UpstreamPercpu {
   std::array<int64_t, kMembers> count_{};
   // CPU-major so one CPU's four members share a cache line, as the kernel's
   // percpu_counter_init_many() lays them out.
-  std::unique_ptr<int32_t[]> slots_;
+  PerCpuArray<std::array<int32_t, kMembers>> slots_;
 };
 
 static_assert(CountingScheme<UpstreamPercpu>);

@@ -55,9 +55,10 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
   st.count_known.fill(from_zero);
   st.synced.fill(from_zero);
   st.unknown_slots.fill(from_zero ? 0 : options_.nr_cpus);
-  st.slots.reset(new SlotState[size_t{options_.nr_cpus} * kMembers]);
-  for (size_t i = 0; i < size_t{options_.nr_cpus} * kMembers; ++i)
-    st.slots[i].known = from_zero;
+  std::array<SlotState, kMembers> initial;
+  initial.fill(SlotState{0, from_zero});
+  st.slots = PerCpuArray<std::array<SlotState, kMembers>>(options_.nr_cpus,
+                                                          initial);
   ++stats_.mms_created;
   push(Pending::Type::kCreated, st, time_ns);
   return *(last_mm_ = &st);
@@ -150,7 +151,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     owned_[e.tgid] = e.mm;
   }
   const int m = e.member;
-  SlotState& slot = st.slots[size_t{e.cpu} * kMembers + m];
+  SlotState& slot = st.slots.at(e.cpu)[m];
 
   Pending& p = push(Pending::Type::kUpdate, st, end_ns(e));
   p.update.time_ns = e.start_ns;
@@ -298,7 +299,7 @@ ResyncResult DeltaReconstructor::resync(
     if (st.synced[m] || !pages[m]) continue;
     int64_t known = st.count_known[m] ? st.count[m] : 0;
     for (uint32_t c = 0; c < options_.nr_cpus; ++c) {
-      const SlotState& slot = st.slots[size_t{c} * kMembers + m];
+      const SlotState& slot = st.slots.get(c)[m];
       if (slot.known) known += slot.value;
     }
     unknown[m] = *pages[m] - known;
@@ -349,8 +350,7 @@ void DeltaReconstructor::on_loss() {
   for (auto& [addr, ptr] : mms_) {
     MmState& st = *ptr;
     if (st.resync_pending) cancel_resync(st);
-    for (size_t i = 0; i < size_t{options_.nr_cpus} * kMembers; ++i)
-      st.slots[i].known = false;
+    st.slots.fill({});  // every slot unknown
     st.count_known.fill(false);
     st.synced.fill(false);
     st.unknown_slots.fill(options_.nr_cpus);

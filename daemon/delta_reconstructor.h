@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "core/per_cpu_array.h"
 #include "core/update.h"
 
 namespace rssaudit {
@@ -215,7 +216,7 @@ class DeltaReconstructor {
     // Per member: seq + 1 of its latest fold pushed (0: none), the head of
     // the chain mark_overlaps() walks instead of every held-back record.
     std::array<uint64_t, kMembers> last_fold{};
-    std::unique_ptr<SlotState[]> slots;  // [cpu * kMembers + member]
+    PerCpuArray<std::array<SlotState, kMembers>> slots;
   };
   struct Pending {
     enum class Type : uint8_t {
