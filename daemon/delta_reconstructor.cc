@@ -90,7 +90,9 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       on_update(e);
       break;
     case RSS_EV_NEW_TASK: {
-      tasks_.erase(e.tid);  // a reused tid: another task
+      // A reused tid is another task: its mm is the new one, its faults
+      // not yet known.
+      tasks_[e.tid] = TaskState{0, e.mm, false};
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
       MmState& st = mm_state(e.mm, !(flags & kCloneVm), e.start_ns);
@@ -101,11 +103,13 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     case RSS_EV_EXEC: {
       owner_gone(e.tgid, e.start_ns);
       mm_state(e.mm, true, e.start_ns);
+      // The old mm: from the task's NEW_TASK record or its updates (older
+      // recordings carry it in aux). Unknown for a task from before the
+      // capture that has not updated its own mm since.
       uint64_t old_mm = static_cast<uint64_t>(e.aux);
-      if (const auto task = tasks_.find(e.tid); task != tasks_.end()) {
-        if (!old_mm) old_mm = task->second.mm;
-        task->second.mm = e.mm;
-      }
+      const auto [task, first] = tasks_.try_emplace(e.tid);
+      if (!old_mm && !first) old_mm = task->second.mm;
+      task->second.mm = e.mm;
       const auto old = mms_.find(old_mm);
       if (old_mm && old_mm != e.mm && old != mms_.end())
         push_life(*old->second, LifeKind::kTaskExit, e);
@@ -166,12 +170,16 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   p.info.kernel_slot = e.slot;
   p.info.tgid = e.tgid;
   if (e.flags & RSS_EVF_OWNER) {
-    const auto [task, first] = tasks_.try_emplace(e.tid);
+    TaskState& task = tasks_[e.tid];
     // The fault total wraps at 2^16: the difference is right below that.
-    p.info.faults = first
-                        ? uint16_t{in_fault}
-                        : static_cast<uint16_t>(e.faults - task->second.faults);
-    task->second = TaskState{e.faults, e.mm};
+    p.info.faults = task.faults_known
+                        ? static_cast<uint16_t>(e.faults - task.faults)
+                        : uint16_t{in_fault};
+    task.faults = e.faults;
+    task.faults_known = true;
+    // Only when unknown: between exec_mmap() and its EXEC record a task
+    // already updates its new mm, and the old one is what the exec leaves.
+    if (!task.mm) task.mm = e.mm;
   }
 
   // A resynced member whose one unknown left is this record's: the sum of

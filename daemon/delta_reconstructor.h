@@ -171,11 +171,13 @@ class DeltaReconstructor {
   size_t live_mms() const { return mms_.size(); }
 
  private:
-  // The fault total (rss_event.faults) of a task at its last update of its
-  // own mm, and that mm: the old mm of an exec the BPF side did not know.
+  // A task's mm (from its NEW_TASK or EXEC record, else from its first
+  // update of its own mm): the old mm at its next exec. And its fault total
+  // (rss_event.faults) at its last update of its own mm, once one was seen.
   struct TaskState {
     uint16_t faults = 0;
     uint64_t mm = 0;
+    bool faults_known = false;
   };
   struct SlotState {
     int32_t value = 0;

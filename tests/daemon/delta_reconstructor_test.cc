@@ -385,6 +385,37 @@ TEST(DeltaReconstructor, ExecOfATaskSeenOnlyByItsUpdatesLeavesItsMm) {
   EXPECT_EQ(task_exits, 1);
 }
 
+TEST(DeltaReconstructor, ExecOfAVforkChildLeavesTheMmOfItsNewTaskRecord) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  constexpr int64_t kVfork = 0x00004000 | 0x00000100;  // VFORK | VM
+  rss_event child = life(RSS_EV_NEW_TASK, kMm, 1000, kVfork);
+  child.tid = child.tgid = 9;
+  r.on_event(child, sink);
+  // exec_mmap() has switched mms: the task updates its new mm as owner
+  // before its EXEC record (seen on the real kernel).
+  rss_event update = life(RSS_EV_UPDATE, kMm + 8192, 1500);
+  update.tid = update.tgid = 9;
+  update.member = kAnonPages;
+  update.slot = 1;
+  update.flags = RSS_EVF_OWNER | RSS_EVF_IN_FAULT;
+  r.on_event(update, sink);
+  rss_event exec = life(RSS_EV_EXEC, kMm + 8192, 2000);  // aux 0: not known
+  exec.tid = exec.tgid = 9;
+  r.on_event(exec, sink);
+  rss_event again = life(RSS_EV_EXEC, kMm + 16384, 3000);  // a second exec
+  again.tid = again.tgid = 9;
+  r.on_event(again, sink);
+  r.flush(sink);
+  std::vector<uint64_t> left;
+  for (const Recorded& x : sink.out)
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kTaskExit) {
+      EXPECT_EQ(x.life.task, 9u);
+      left.push_back(x.mm.addr);
+    }
+  EXPECT_EQ(left, (std::vector<uint64_t>{kMm, kMm + 8192}));
+}
+
 TEST(DeltaReconstructor, CloneVmIsASecondUserButVforkAndForkAreNot) {
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
