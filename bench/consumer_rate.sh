@@ -22,5 +22,5 @@ for rate in "${rates[@]}"; do
   "$build/bench/inject_rate" "$recording" "$rate" "$seconds" 0 "$pid" || true
   kill -USR1 "$pid"; sleep 0.5
   kill -INT "$pid"; wait "$pid" || true
-  grep '^summary' "$log" | tail -1 | cut -d' ' -f4-10
+  grep '^summary' "$log" | tail -1 | cut -d' ' -f4-11
 done

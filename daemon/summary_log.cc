@@ -25,10 +25,10 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   fmt::print(out,
              "summary live_mms={} finished_mms={} updates={} exact={} "
              "ambiguous={} no_baseline={} inconsistent={} drops={} "
-             "fidelity={:.4f}% ({}/{})\n",
+             "bad_records={} fidelity={:.4f}% ({}/{})\n",
              pipeline.live_mms(), mms.size() - pipeline.live_mms(),
              stats.updates, stats.exact, stats.ambiguous, stats.no_baseline,
-             stats.inconsistent, drops,
+             stats.inconsistent, drops, stats.bad_records,
              checked ? 100.0 * pipeline.fidelity_matched() / checked : 100.0,
              pipeline.fidelity_matched(), checked);
   rank_by_drift(mms);
