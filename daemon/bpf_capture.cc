@@ -161,32 +161,21 @@ BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
   if (int err = rssaudit_bpf__load(c->skel_)) return fail("load", err);
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 
-  c->ring_ = ring_buffer__new(bpf_map__fd(c->skel_->maps.events),
-                              &BpfCapture::on_sample, c.get(), nullptr);
-  if (!c->ring_) return fail("mapping the ring buffer", errno);
+  std::string error;
+  c->ring_ = RingReader::map(bpf_map__fd(c->skel_->maps.events),
+                             bpf_map__max_entries(c->skel_->maps.events),
+                             error);
+  if (!c->ring_) {
+    r.error = "BPF capture: " + error;
+    return r;
+  }
   r.capture = std::move(c);
   return r;
 }
 
 BpfCapture::~BpfCapture() {
-  ring_buffer__free(ring_);
+  ring_.reset();  // unmapped before the map is freed with the skeleton
   rssaudit_bpf__destroy(skel_);
-}
-
-int BpfCapture::consume() {
-  handled_ = 0;
-  const int n = ring_buffer__consume(ring_);
-  // The stop at kMaxPerPoll comes back as an error: it is not one.
-  return n < 0 && handled_ == kMaxPerPoll ? static_cast<int>(handled_) : n;
-}
-
-int BpfCapture::on_sample(void* ctx, void* data, size_t size) {
-  auto* self = static_cast<BpfCapture*>(ctx);
-  if (size < sizeof(rss_event)) return 0;  // cannot happen: one record type
-  self->handler_(self->handler_ctx_, *static_cast<const rss_event*>(data));
-  // Producers can outpace one drain: stop so the loop serves its timers and
-  // signals, and come back on the next poll (libbpf keeps the position).
-  return ++self->handled_ == kMaxPerPoll ? -EAGAIN : 0;
 }
 
 uint64_t BpfCapture::drops() const {

@@ -8,12 +8,11 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "daemon/ring_reader.h"
 
-struct ring_buffer;
 struct rssaudit_bpf;
 
 namespace rssaudit {
@@ -58,17 +57,18 @@ class BpfCapture {
   BpfCapture& operator=(const BpfCapture&) = delete;
   ~BpfCapture();
 
-  // Hands the records in the ring buffer, at most kMaxPerPoll, to
-  // `fn(const rss_event&)`, in ring order, without blocking; returns how
-  // many, or a negative errno. No
-  // allocation, no syscall beyond the consumer position update.
+  // Hands the records in the ring buffer, at most kMaxPerPoll (producers
+  // can outpace one drain: the loop then serves its timers and comes back),
+  // to `fn(const rss_event&)`, in ring order, without blocking; returns how
+  // many. No allocation, no syscall.
   template <class Fn>
   int poll(Fn&& fn) {
-    handler_ = [](void* ctx, const rss_event& e) {
-      (*static_cast<std::remove_reference_t<Fn>*>(ctx))(e);
-    };
-    handler_ctx_ = &fn;
-    return consume();
+    return static_cast<int>(
+        ring_->consume(kMaxPerPoll, [&](const void* data, uint32_t size) {
+          // Cannot happen: every program writes whole rss_event records.
+          if (size < sizeof(rss_event)) return;
+          fn(*static_cast<const rss_event*>(data));
+        }));
   }
 
   // Records lost because the ring buffer was full, summed over CPUs since
@@ -85,18 +85,13 @@ class BpfCapture {
 
  private:
   BpfCapture() = default;
-  int consume();
-  static int on_sample(void* ctx, void* data, size_t size);
 
   rssaudit_bpf* skel_ = nullptr;
-  ring_buffer* ring_ = nullptr;
+  std::unique_ptr<RingReader> ring_;
   uint32_t possible_cpus_ = 0;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
-  uint32_t handled_ = 0;
   mutable std::vector<uint64_t> drop_values_;
   mutable uint64_t last_drops_ = 0;
-  void (*handler_)(void*, const rss_event&) = nullptr;
-  void* handler_ctx_ = nullptr;
 };
 
 }  // namespace rssaudit
