@@ -92,7 +92,7 @@ HpccTree::HpccTree(const Topology& t)
 bool HpccTree::on_event(const LifeEvent& e) {
   // Activation moves no value: the biases stay as the exact part.
   if (e.kind != LifeKind::kSecondUser || active_) return false;
-  slots_ = std::make_unique<int32_t[]>(size_t{nr_cpus_} * kMembers);
+  slots_ = PerCpuArray<std::array<int32_t, kMembers>>(nr_cpus_);
   items_ = std::make_unique<int64_t[]>(stored_items_ * kMembers);
   active_ = true;
   return false;
@@ -100,7 +100,7 @@ bool HpccTree::on_event(const LifeEvent& e) {
 
 void HpccTree::carry(int member, uint32_t cpu, int64_t v) {
   int64_t up = carried(v, batch_, levels_[0].threshold_pow2);
-  slots_[size_t{cpu} * kMembers + member] = static_cast<int32_t>(v - up);
+  slots_.at(cpu)[member] = static_cast<int32_t>(v - up);
   ++carries_[0];
   ++shared_;
   for (size_t l = 1; l < levels_.size(); ++l) {
@@ -123,7 +123,7 @@ int64_t HpccTree::precise(int member) const {
   int64_t sum = approximate(member);
   if (!active_) return sum;
   for (uint32_t c = 0; c < nr_cpus_; ++c)
-    sum += slots_[size_t{c} * kMembers + member];
+    sum += slots_.get(c)[member];
   for (size_t i = 0; i < stored_items_; ++i)
     sum += items_[i * kMembers + member];
   return sum;
@@ -140,7 +140,7 @@ size_t HpccTree::bytes_per_mm() const {
 }
 
 int64_t HpccTree::residual(int level, uint32_t cpu, int member) const {
-  if (level == 0) return slots_[size_t{cpu} * kMembers + member];
+  if (level == 0) return slots_.get(cpu)[member];
   return items_[item_index(levels_[level], cpu) + member];
 }
 
@@ -148,7 +148,7 @@ std::string HpccTree::check_invariants() const {
   if (!active_) return {};
   for (uint32_t c = 0; c < nr_cpus_; ++c) {
     for (int m = 0; m < kMembers; ++m) {
-      const int32_t r = slots_[size_t{c} * kMembers + m];
+      const int32_t r = slots_.get(c)[m];
       if (std::abs(r) >= batch_)
         return fmt::format("slot of cpu {} member {} = {} escaped (-{}, {})", c,
                            m, r, batch_, batch_);

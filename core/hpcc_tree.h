@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/per_cpu_array.h"
 #include "core/scheme.h"
 #include "core/topology.h"
 
@@ -43,7 +44,7 @@ class HpccTree {
       }
       return;
     }
-    int32_t& slot = slots_[size_t{u.cpu} * kMembers + m];
+    int32_t& slot = slots_.at(u.cpu)[m];
     const int64_t v = int64_t{slot} + u.delta;
     if (v > -batch_ && v < batch_) [[likely]] {
       slot = static_cast<int32_t>(v);
@@ -108,11 +109,12 @@ class HpccTree {
   std::array<int64_t, kMembers> bias_{};         // owner, plain adds
   std::array<int64_t, kMembers> atomic_bias_{};  // other tasks, atomic adds
   std::array<int64_t, kMembers> root_{};
-  // Allocated at activation. CPU-major / item-major so one CPU's (item's)
-  // four members share a cache line. Only fed items are stored: CPU c < nr
-  // feeds item c mod items < min(items, nr), so a --shape whose product
-  // dwarfs the CPU count costs no more than depth x CPUs.
-  std::unique_ptr<int32_t[]> slots_;
+  // Allocated at activation, the slots per 64 CPUs as they are used.
+  // CPU-major / item-major so one CPU's (item's) four members share a cache
+  // line. Only fed items are stored: CPU c < nr feeds item c mod items <
+  // min(items, nr), so a --shape whose product dwarfs the CPU count costs
+  // no more than depth x CPUs.
+  PerCpuArray<std::array<int32_t, kMembers>> slots_;
   std::unique_ptr<int64_t[]> items_;
 };
 
