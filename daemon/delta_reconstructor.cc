@@ -116,6 +116,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       break;
     }
     case RSS_EV_EXIT:
+      if (last_task_ && last_tid_ == e.tid) last_task_ = nullptr;
       tasks_.erase(e.tid);
       if (e.flags & RSS_EVF_GROUP_DEAD) owner_gone(e.tgid, e.start_ns);
       push_life(mm_state(e.mm, false, e.start_ns), LifeKind::kTaskExit, e);
@@ -170,7 +171,13 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   p.info.kernel_slot = e.slot;
   p.info.tgid = e.tgid;
   if (e.flags & RSS_EVF_OWNER) {
-    TaskState& task = tasks_[e.tid];
+    // Records come in runs of one task: skip the hash lookup. Element
+    // references survive rehashing; only the erase at EXIT drops one.
+    if (!last_task_ || last_tid_ != e.tid) {
+      last_task_ = &tasks_[e.tid];
+      last_tid_ = e.tid;
+    }
+    TaskState& task = *last_task_;
     // The fault total wraps at 2^16: the difference is right below that.
     p.info.faults = task.faults_known
                         ? static_cast<uint16_t>(e.faults - task.faults)

@@ -275,6 +275,8 @@ class DeltaReconstructor {
   static constexpr uint64_t kLateSlackNs = 2'000;
   std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
   std::unordered_map<uint32_t, TaskState> tasks_;  // by tid
+  TaskState* last_task_ = nullptr;  // of the last owner update, tid below
+  uint32_t last_tid_ = 0;
   MmState* last_mm_ = nullptr;  // the last looked up: records come in runs
   std::unordered_map<uint32_t, uint64_t> owned_;   // owner tgid -> mm addr
   // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
