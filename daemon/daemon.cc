@@ -200,7 +200,13 @@ class Daemon {
         [this](uint64_t mm, uint32_t tgid) -> std::optional<ProcessLabels> {
           if (const RecordedIdentity* id = recorder_.identity(mm))
             return ProcessLabels{id->start_ticks, id->comm, id->cgroup};
-          return labels_from_proc("/proc", tgid, label_reader_);
+          // Not recorded (--comm, --min-rss, or not sampled yet): /proc.
+          const IdentityResult who = sampler_.identify(tgid);
+          if (!who.stat) return std::nullopt;
+          ProcessLabels l{who.stat->start_time, who.stat->comm, {}};
+          if (who.cgroup && who.cgroup->v2_path)
+            l.cgroup = *who.cgroup->v2_path;
+          return l;
         });
   }
   std::string status_line() const {
@@ -334,7 +340,6 @@ class Daemon {
   std::unique_ptr<Store> store_;
   ProcessSampler sampler_;
   HistoryRecorder recorder_;
-  ProcReader label_reader_;  // live-view labels of unrecorded processes
   MmResync resync_{
       MmResyncOptions{.page_size = uint64_t(sysconf(_SC_PAGESIZE))}};
   uint64_t drops_seen_ = 0;

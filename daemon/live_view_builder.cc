@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/proc_cgroup.h"
-#include "core/proc_stat.h"
 #include "core/update.h"
 #include "core/upstream_percpu.h"
 
@@ -46,25 +44,6 @@ LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
                      return std::llabs(a.drift()) > std::llabs(b.drift());
                    });
   return view;
-}
-
-std::optional<ProcessLabels> labels_from_proc(std::string_view proc_root,
-                                              uint32_t pid,
-                                              ProcReader& reader) {
-  if (pid == 0) return std::nullopt;
-  const ProcDir dir = ProcDir::open(proc_root, pid);
-  if (dir.status() != ReadStatus::kOk) return std::nullopt;
-  const ReadResult stat = reader.read(dir, "stat");
-  if (!stat.ok()) return std::nullopt;
-  auto parsed = parse_proc_stat(stat.text);
-  if (!parsed.ok()) return std::nullopt;
-  ProcStat st = std::move(parsed).value();
-  ProcessLabels labels{st.start_time, std::move(st.comm), {}};
-  // The cgroup is a label like the others: missing, it stays empty.
-  if (const ReadResult cg = reader.read(dir, "cgroup"); cg.ok())
-    if (auto c = parse_proc_cgroup(cg.text); c.ok() && c.value().v2_path)
-      labels.cgroup = *c.value().v2_path;
-  return labels;
 }
 
 }  // namespace rssaudit

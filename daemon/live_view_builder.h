@@ -6,11 +6,9 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "core/live_view.h"
 #include "daemon/audit_pipeline.h"
-#include "daemon/proc_reader.h"
 
 namespace rssaudit {
 
@@ -28,11 +26,5 @@ using LabelLookup =
 // Every live mm, ranked by |drift|; `labels` is asked for each.
 LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
                          const LabelLookup& labels);
-
-// Labels read from /proc/`pid` (`proc_root` is "/proc" except in tests):
-// for processes the history does not record (filtered by --comm or
-// --min-rss, or not sampled yet). Empty when the process is gone.
-std::optional<ProcessLabels> labels_from_proc(std::string_view proc_root,
-                                              uint32_t pid, ProcReader& reader);
 
 }  // namespace rssaudit
