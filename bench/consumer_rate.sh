@@ -11,7 +11,6 @@ recording=${2:?usage: consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]}
 seconds=${3:-10}
 shift $(($# < 3 ? $# : 3))
 rates=("${@:-1000000}")
-[ ${#rates[@]} -gt 0 ] || rates=(1000000)
 db=$(mktemp -d)/consumer_rate.db
 log=$(mktemp)
 for rate in "${rates[@]}"; do

@@ -25,26 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "bpf/inject_args.h"
 #include "core/record_format.h"
+#include "daemon/sampler.h"
 #include "ring_inject.skel.h"
 
 namespace {
-
-struct InjectArgs {  // struct inject_args in bpf/ring_inject.bpf.c
-  uint32_t first = 0;
-  uint32_t count = 0;
-  uint32_t total = 0;
-  uint32_t pad = 0;
-  uint64_t written = 0;
-  uint64_t full = 0;
-  uint64_t lost = 0;
-};
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
-}
 
 // The fd of the ring buffer the only loaded on_rss_stat program writes: the
 // running rssauditd's. Empty, with a message, when there is none or several.
@@ -155,14 +141,14 @@ int main(int argc, char** argv) {
   const uint64_t per_step = rate * kStepNs / 1'000'000'000;
   const uint64_t steps = uint64_t(seconds * 1e9 / kStepNs);
   const int prog = bpf_program__fd(skel->progs.inject);
-  InjectArgs args;
+  inject_args args{};
   args.total = static_cast<uint32_t>(events.size());
   uint64_t written = 0, full = 0, late_steps = 0;
   const uint64_t daemon_cpu0 = daemon_pid ? cpu_ns_of(daemon_pid) : 0;
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = monotonic_ns();
   for (uint64_t s = 0; s < steps; ++s) {
     const uint64_t due = t0 + s * kStepNs;
-    if (now_ns() < due) {
+    if (monotonic_ns() < due) {
       const timespec ts{time_t(due / 1'000'000'000),
                         long(due % 1'000'000'000)};
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
@@ -181,7 +167,7 @@ int main(int argc, char** argv) {
     full += args.full;
     args.first = static_cast<uint32_t>((args.first + per_step) % args.total);
   }
-  const double elapsed = (now_ns() - t0) / 1e9;
+  const double elapsed = (monotonic_ns() - t0) / 1e9;
   fmt::print("target {:.2f} M records/s for {:.1f} s; reached {:.2f} M/s "
              "({} written, {} steps late)\n",
              rate / 1e6, seconds, written / elapsed / 1e6, written,

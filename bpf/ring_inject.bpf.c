@@ -6,6 +6,7 @@
 // clang-format off
 #include "vmlinux_min.h"
 #include <bpf/bpf_helpers.h>
+#include "inject_args.h"
 #include "rss_event.h"
 // clang-format on
 
@@ -21,17 +22,6 @@ struct {
   __type(key, __u32);
   __type(value, struct rss_event);
 } records SEC(".maps");
-
-/* The context of one run (BPF_PROG_TEST_RUN copies it back). */
-struct inject_args {
-  __u32 first;   /* index of the first record to write */
-  __u32 count;   /* records to write; wraps at the end of `records` */
-  __u32 total;   /* records in `records` */
-  __u32 pad;
-  __u64 written; /* out */
-  __u64 full;    /* out: reservations refused, the ring buffer was full */
-  __u64 lost;    /* in/out: a record was refused and not yet flagged */
-};
 
 static long inject_one(__u32 i, struct inject_args* a) {
   __u32 key = a->first + i;

@@ -1,0 +1,20 @@
+/* The context of one run of bpf/ring_inject.bpf.c, shared with
+ * bench/inject_rate.cc (BPF_PROG_TEST_RUN copies it back). */
+#ifndef RSSAUDIT_INJECT_ARGS_H
+#define RSSAUDIT_INJECT_ARGS_H
+
+#ifndef RSSAUDIT_VMLINUX_MIN_H
+#include <linux/types.h>
+#endif
+
+struct inject_args {
+  __u32 first;   /* index of the first record to write */
+  __u32 count;   /* records to write; wraps at the end of `records` */
+  __u32 total;   /* records in `records` */
+  __u32 pad;
+  __u64 written; /* out */
+  __u64 full;    /* out: reservations refused, the ring buffer was full */
+  __u64 lost;    /* in/out: a record was refused and not yet flagged */
+};
+
+#endif
