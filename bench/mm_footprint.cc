@@ -6,6 +6,7 @@
 // Usage: mm_footprint [MMS]
 #include <fmt/core.h>
 #include <malloc.h>
+#include <sched.h>
 
 #include <cstdlib>
 
@@ -14,8 +15,6 @@
 #include "daemon/delta_reconstructor.h"
 
 namespace {
-
-constexpr uint64_t kCloneVm = 0x00000100;  // include/uapi/linux/sched.h
 
 size_t heap_bytes() { return mallinfo2().uordblks; }
 
@@ -42,7 +41,7 @@ int main(int argc, char** argv) {
         e.start_ns = t++;
         rec.on_event(e, pipeline);
         if (worst) {
-          e.aux = kCloneVm;  // a second thread
+          e.aux = CLONE_VM;  // a second thread
           e.tid += 1'000'000;
           e.start_ns = t++;
           rec.on_event(e, pipeline);

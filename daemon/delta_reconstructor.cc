@@ -1,14 +1,13 @@
 #include "daemon/delta_reconstructor.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <utility>
 
 namespace rssaudit {
 namespace {
-
-constexpr uint64_t kCloneVm = 0x00000100;     // include/uapi/linux/sched.h
-constexpr uint64_t kCloneVfork = 0x00004000;  // include/uapi/linux/sched.h
 
 uint64_t end_ns(const rss_event& e) { return e.start_ns + e.span_ns; }
 
@@ -57,8 +56,8 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
   st.unknown_slots.fill(from_zero ? 0 : options_.nr_cpus);
   std::array<SlotState, kMembers> initial;
   initial.fill(SlotState{0, from_zero});
-  st.slots = PerCpuArray<std::array<SlotState, kMembers>>(options_.nr_cpus,
-                                                          initial);
+  st.slots =
+      PerCpuArray<std::array<SlotState, kMembers>>(options_.nr_cpus, initial);
   ++stats_.mms_created;
   push(Pending::Type::kCreated, st, time_ns);
   return *(last_mm_ = &st);
@@ -95,8 +94,8 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       tasks_[e.tid] = TaskState{0, e.mm, false};
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
-      MmState& st = mm_state(e.mm, !(flags & kCloneVm), e.start_ns);
-      if ((flags & kCloneVm) && !(flags & kCloneVfork))
+      MmState& st = mm_state(e.mm, !(flags & CLONE_VM), e.start_ns);
+      if ((flags & CLONE_VM) && !(flags & CLONE_VFORK))
         push_life(st, LifeKind::kSecondUser, e);
       break;
     }

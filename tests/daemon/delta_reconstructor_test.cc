@@ -1,6 +1,7 @@
 #include "daemon/delta_reconstructor.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <random>
@@ -388,7 +389,7 @@ TEST(DeltaReconstructor, ExecOfATaskSeenOnlyByItsUpdatesLeavesItsMm) {
 TEST(DeltaReconstructor, ExecOfAVforkChildLeavesTheMmOfItsNewTaskRecord) {
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
-  constexpr int64_t kVfork = 0x00004000 | 0x00000100;  // VFORK | VM
+  constexpr int64_t kVfork = CLONE_VFORK | CLONE_VM;
   rss_event child = life(RSS_EV_NEW_TASK, kMm, 1000, kVfork);
   child.tid = child.tgid = 9;
   r.on_event(child, sink);
@@ -419,8 +420,8 @@ TEST(DeltaReconstructor, ExecOfAVforkChildLeavesTheMmOfItsNewTaskRecord) {
 TEST(DeltaReconstructor, CloneVmIsASecondUserButVforkAndForkAreNot) {
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
-  constexpr int64_t kThread = 0x00010000 | 0x00000100;  // THREAD | VM
-  constexpr int64_t kVfork = 0x00004000 | 0x00000100;   // VFORK | VM
+  constexpr int64_t kThread = CLONE_THREAD | CLONE_VM;
+  constexpr int64_t kVfork = CLONE_VFORK | CLONE_VM;
   r.on_event(life(RSS_EV_NEW_TASK, kMm, 1000, kThread), sink);
   r.on_event(life(RSS_EV_NEW_TASK, kMm, 2000, kVfork), sink);
   r.on_event(life(RSS_EV_NEW_TASK, kMm + 4096, 3000, 0x11), sink);  // fork

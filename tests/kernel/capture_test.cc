@@ -31,8 +31,6 @@ namespace {
 
 constexpr size_t kRegion = size_t{16} << 20;
 constexpr size_t kPage = 4096;
-constexpr uint64_t kCloneVm = 0x00000100;
-constexpr uint64_t kCloneVfork = 0x00004000;
 
 void pin_to(int cpu) {
   cpu_set_t set;
@@ -172,9 +170,8 @@ class CaptureTest : public ::testing::Test {
                                std::initializer_list<pid_t> tgids) const {
     std::vector<Seen> out;
     for (const Seen& s : sink_.updates)
-      if (s.mm.addr == addr &&
-          std::find(tgids.begin(), tgids.end(), pid_t(s.info.tgid)) !=
-              tgids.end())
+      if (s.mm.addr == addr && std::find(tgids.begin(), tgids.end(),
+                                         pid_t(s.info.tgid)) != tgids.end())
         out.push_back(s);
     return out;
   }
@@ -382,12 +379,12 @@ TEST_F(CaptureTest, ForkVforkExecAreSeenWithTheirFlagsAndMms) {
   std::vector<uint64_t> exit_mmaps;
   for (const rss_event& e : raw_) {
     if (e.kind == RSS_EV_NEW_TASK && e.tid == uint32_t(forked)) {
-      EXPECT_EQ(uint64_t(e.aux) & kCloneVm, 0u);
+      EXPECT_EQ(uint64_t(e.aux) & CLONE_VM, 0u);
       forked_mm = e.mm;
     }
     if (e.kind == RSS_EV_NEW_TASK && e.tid == uint32_t(vforked)) {
-      EXPECT_EQ(uint64_t(e.aux) & (kCloneVm | kCloneVfork),
-                kCloneVm | kCloneVfork);
+      EXPECT_EQ(uint64_t(e.aux) & (CLONE_VM | CLONE_VFORK),
+                uint64_t{CLONE_VM | CLONE_VFORK});
       EXPECT_EQ(e.mm, parent_mm);  // the vfork child borrows the parent's mm
       vfork_seen = true;
     }

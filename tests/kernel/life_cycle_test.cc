@@ -31,8 +31,6 @@ namespace rssaudit {
 namespace {
 
 constexpr size_t kPage = 4096;
-constexpr uint64_t kCloneVm = 0x00000100;
-constexpr uint64_t kCloneVfork = 0x00004000;
 
 // Faults `pages` fresh anonymous pages, one update each (no THP).
 void touch_pages(size_t pages) {
@@ -286,7 +284,7 @@ TEST_F(LifeCycleTest, ShortLivedProcessStormIsExactFromBirthToExitMmap) {
   // CLONE_VM) or its exec.
   std::set<uint64_t> born;
   for (const rss_event& e : raw_)
-    if ((e.kind == RSS_EV_NEW_TASK && !(uint64_t(e.aux) & kCloneVm) &&
+    if ((e.kind == RSS_EV_NEW_TASK && !(uint64_t(e.aux) & CLONE_VM) &&
          ours.contains(e.tid)) ||
         (e.kind == RSS_EV_EXEC && ours.contains(e.tgid)))
       born.insert(e.mm);
@@ -374,13 +372,13 @@ TEST_F(LifeCycleTest, HpccTreeActivatesAtTheSecondThreadsCloneNotAtVfork) {
     if (e.kind != RSS_EV_NEW_TASK) continue;
     if (e.tid == uint32_t(pid)) mm = e.mm;
     if (e.tid == uint32_t(vforked)) {
-      EXPECT_EQ(uint64_t(e.aux) & (kCloneVm | kCloneVfork),
-                kCloneVm | kCloneVfork);
+      EXPECT_EQ(uint64_t(e.aux) & (CLONE_VM | CLONE_VFORK),
+                uint64_t{CLONE_VM | CLONE_VFORK});
       EXPECT_EQ(e.mm, mm) << "the vfork child borrows the parent's mm";
       vfork_ns = e.start_ns;
     }
     if (e.tid == uint32_t(thread)) {
-      EXPECT_EQ(uint64_t(e.aux) & (kCloneVm | kCloneVfork), kCloneVm);
+      EXPECT_EQ(uint64_t(e.aux) & (CLONE_VM | CLONE_VFORK), uint64_t{CLONE_VM});
       EXPECT_EQ(e.mm, mm);
       thread_ns = e.start_ns;
     }
