@@ -11,8 +11,18 @@ bool PerTaskCache::on_event(const LifeEvent& e) {
       // mm/memory.c check_sync_rss_stat(), at the start of handle_mm_fault():
       // `if (task->rss_stat.events++ > TASK_RSS_EVENTS_THRESH) sync_mm_rss()`,
       // so the 66th fault of a fresh task syncs, and sync resets events to 0.
+      // In a run of faults with no update between, only the first sync can
+      // move a value (the cache is empty after it): O(1) for any run.
       TaskCache& t = task(e.task);
-      if (t.events++ > kEventsThresh) moved = sync(t);
+      const uint32_t counting_only =
+          t.events > kEventsThresh ? 0 : kEventsThresh + 1 - t.events;
+      if (e.count <= counting_only) {
+        t.events += static_cast<int32_t>(e.count);
+        break;
+      }
+      moved = sync(t);
+      t.events = static_cast<int32_t>((e.count - counting_only - 1) %
+                                      (kEventsThresh + 2));
       break;
     }
     case LifeKind::kTaskExit: {

@@ -48,6 +48,9 @@ struct LifeEvent {
   LifeKind kind = LifeKind::kFault;
   uint32_t task = 0;
   uint32_t cpu = 0;
+  // kFault: this many faults in a row by `task`, with no update between
+  // (a capture learns a task's faults only at its next update).
+  uint32_t count = 1;
 };
 
 }  // namespace rssaudit

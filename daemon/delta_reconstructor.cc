@@ -451,11 +451,10 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
         st.emitted_fold_end[m] = p.end_ns;
         st.emitted_fold_cpu[m] = p.update.cpu;
       }
-      if (p.update.by_owner()) {
+      if (p.update.by_owner() && p.info.faults) {
         // The task's faults since its last update came before this one.
-        const LifeEvent fault{LifeKind::kFault, p.update.task, p.update.cpu};
-        for (uint16_t i = 0; i < p.info.faults; ++i)
-          sink.on_life(st.key, fault);
+        sink.on_life(st.key, LifeEvent{LifeKind::kFault, p.update.task,
+                                       p.update.cpu, p.info.faults});
       }
       sink.on_update(st.key, p.update, p.info);
       break;

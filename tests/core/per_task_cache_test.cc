@@ -48,6 +48,31 @@ TEST(PerTaskCache, The66thFaultSyncsAsEventsPlusPlusAbove64Dictates) {
   EXPECT_EQ(s.precise(kAnonPages), 132);
 }
 
+TEST(PerTaskCache, ARunOfFaultsActsAsThatManySingleFaults) {
+  // From every reachable events count, runs across zero, one and several
+  // sync points: same values, events and shared updates as one at a time.
+  for (int cached_faults : {0, 1, 40, 64, 65}) {
+    for (uint32_t run :
+         {1u, 2u, 25u, 65u, 66u, 67u, 131u, 132u, 133u, 1000u, 65535u}) {
+      PerTaskCache one(Topology::for_cpus(2)), batched(Topology::for_cpus(2));
+      for (PerTaskCache* s : {&one, &batched})
+        for (int i = 0; i < cached_faults; ++i) fault(*s, kFirstTid);
+      bool one_moved = false;
+      for (uint32_t i = 0; i < run; ++i)
+        one_moved |= one.on_event(life_event(LifeKind::kFault, kFirstTid));
+      LifeEvent e = life_event(LifeKind::kFault, kFirstTid);
+      e.count = run;
+      SCOPED_TRACE(::testing::Message() << cached_faults << " then " << run);
+      EXPECT_EQ(batched.on_event(e), one_moved);
+      EXPECT_EQ(batched.events(kFirstTid), one.events(kFirstTid));
+      EXPECT_EQ(batched.approximate(kAnonPages), one.approximate(kAnonPages));
+      EXPECT_EQ(batched.cached(kFirstTid, kAnonPages),
+                one.cached(kFirstTid, kAnonPages));
+      EXPECT_EQ(batched.shared_updates(), one.shared_updates());
+    }
+  }
+}
+
 TEST(PerTaskCache, UpdatesOutsideTheOwnersFaultPathHitTheAtomics) {
   PerTaskCache s(Topology::for_cpus(2));
   s.add(testing::remote_update_on(0, 5));  // reclaim, remote access

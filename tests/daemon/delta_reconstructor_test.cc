@@ -346,11 +346,11 @@ TEST(DeltaReconstructor, FaultsPrecedeTheUpdateAsLifeEvents) {
   e.faults = 0;
   r.on_event(e, sink);
   r.flush(sink);
-  std::vector<int> faults_before;  // kFault events before each update
+  std::vector<int> faults_before;  // faults announced before each update
   int pending = 0;
   for (const Recorded& x : sink.out) {
     if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kFault) {
-      ++pending;
+      pending += static_cast<int>(x.life.count);
     } else if (x.kind == Recorded::kUpdate) {
       faults_before.push_back(pending);
       EXPECT_EQ(x.info.faults, pending);
