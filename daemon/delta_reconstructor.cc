@@ -14,7 +14,7 @@ uint64_t end_ns(const rss_event& e) { return e.start_ns + e.span_ns; }
 }  // namespace
 
 DeltaReconstructor::DeltaReconstructor(const ReconstructorOptions& options)
-    : options_(options), pending_(1024) {}
+    : options_(options), cpu_mm_(options.nr_cpus), pending_(1024) {}
 
 DeltaReconstructor::~DeltaReconstructor() = default;
 
@@ -67,6 +67,20 @@ void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
                                    const rss_event& e) {
   Pending& p = push(Pending::Type::kLife, mm, end_ns(e));
   p.life = LifeEvent{kind, e.tid, e.cpu};
+}
+
+void DeltaReconstructor::note_running(MmState& st, const rss_event& e) {
+  // The per_cpu scheme folds a CPU's cache when the CPU switches to another
+  // mm. An owner update of another mm on that CPU shows such a switch (late
+  // when the CPU ran processes that updated no counter in between).
+  MmKey& running = cpu_mm_[e.cpu];
+  if (running == st.key) return;
+  if (running.addr) {
+    const auto it = mms_.find(running.addr);
+    if (it != mms_.end() && it->second->key == running)
+      push_life(*it->second, LifeKind::kCpuSwitch, e);
+  }
+  running = st.key;
 }
 
 void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
@@ -154,6 +168,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     st.owner_tgid = e.tgid;
     owned_[e.tgid] = e.mm;
   }
+  if (e.flags & RSS_EVF_OWNER) note_running(st, e);
   const int m = e.member;
   SlotState& slot = st.slots.at(e.cpu)[m];
 

@@ -256,6 +256,8 @@ class DeltaReconstructor {
   // The owner `tgid` execs or exits: /proc/tgid no longer shows its mm.
   void owner_gone(uint32_t tgid, uint64_t start_ns);
   void push_life(MmState& mm, LifeKind kind, const rss_event& e);
+  // An owner update of `st` on e.cpu: that CPU runs `st` now.
+  void note_running(MmState& st, const rss_event& e);
   void mark_overlaps(Pending& fold, uint64_t since_ns);
   void emit_ready(ReconstructorSink& sink, bool all);
   void emit(Pending& p, ReconstructorSink& sink);
@@ -278,7 +280,10 @@ class DeltaReconstructor {
   TaskState* last_task_ = nullptr;  // of the last owner update, tid below
   uint32_t last_tid_ = 0;
   MmState* last_mm_ = nullptr;  // the last looked up: records come in runs
-  std::unordered_map<uint32_t, uint64_t> owned_;   // owner tgid -> mm addr
+  std::unordered_map<uint32_t, uint64_t> owned_;  // owner tgid -> mm addr
+  // Per CPU, the mm of its latest owner update: the mm it runs, as far as
+  // the stream shows (the capture has no hook on context switches).
+  std::vector<MmKey> cpu_mm_;
   // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
   // so steady state allocates nothing.
   std::vector<Pending> pending_;

@@ -328,6 +328,41 @@ TEST(DeltaReconstructor, ExitMmapEndsTheMmAndAReusedAddressIsANewOne) {
   EXPECT_EQ(r.live_mms(), 1u);
 }
 
+TEST(DeltaReconstructor, AnOwnerUpdateOfAnotherMmOnACpuSwitchesItsMmOut) {
+  constexpr uint64_t kOther = kMm + 0x4000;
+  constexpr uint8_t kNew = RSS_EVF_OWNER | RSS_EVF_CREATING;
+  FakeKernel a(2), b(2);
+  const auto of_b = [](rss_event e) {
+    e.mm = kOther;
+    e.tid = e.tgid = 200;
+    return e;
+  };
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(a.add(0, kAnonPages, 1, 1000, 100, kNew), sink);
+  r.on_event(of_b(b.add(1, kAnonPages, 1, 2000, 100, kNew)), sink);
+  r.on_event(of_b(b.add(0, kAnonPages, 1, 3000)), sink);  // b runs on CPU 0
+  // Not by its owner (reclaim, a remote access): CPU 0 still runs b.
+  r.on_event(a.add(0, kAnonPages, -1, 4000, 100, 0), sink);
+  r.on_event(of_b(b.add(0, kAnonPages, 1, 5000)), sink);
+  r.on_event(a.add(0, kAnonPages, 1, 6000), sink);  // a runs on CPU 0 again
+  r.flush(sink);
+  std::vector<std::pair<uint64_t, uint32_t>> switches;  // mm, CPU
+  std::vector<uint64_t> update_times;
+  for (const Recorded& x : sink.out) {
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kCpuSwitch) {
+      switches.emplace_back(x.mm.addr, x.life.cpu);
+      update_times.push_back(0);  // where it falls among the updates
+    } else if (x.kind == Recorded::kUpdate) {
+      update_times.push_back(x.update.time_ns);
+    }
+  }
+  EXPECT_EQ(switches, (std::vector<std::pair<uint64_t, uint32_t>>{
+                          {kMm, 0}, {kOther, 0}}));
+  EXPECT_EQ(update_times,
+            (std::vector<uint64_t>{1000, 2000, 0, 3000, 4000, 5000, 0, 6000}));
+}
+
 TEST(DeltaReconstructor, FaultsPrecedeTheUpdateAsLifeEvents) {
   FakeKernel kernel(2);
   DeltaReconstructor r(two_cpus());
