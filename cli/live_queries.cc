@@ -26,13 +26,16 @@ std::optional<int64_t> exact_of(const LiveProcess& p) {
   return p.from_zero ? std::optional(p.exact_rss) : std::nullopt;
 }
 std::optional<int64_t> drift_of(const LiveProcess& p) {
-  return p.from_zero ? std::optional(p.drift()) : std::nullopt;
+  return p.drift_known() ? std::optional(p.drift()) : std::nullopt;
+}
+std::optional<int64_t> kernel_of(const LiveProcess& p) {
+  return p.kernel_known ? std::optional(p.kernel_rss) : std::nullopt;
 }
 std::optional<int64_t> peak_of(const LiveProcess& p) {
   return p.from_zero ? std::optional(p.peak_rss) : std::nullopt;
 }
 std::optional<double> ratio_of(const LiveProcess& p) {
-  if (!p.from_zero || p.bound <= 0) return std::nullopt;
+  if (!p.drift_known() || p.bound <= 0) return std::nullopt;
   return std::abs(double(p.drift())) / double(p.bound);
 }
 
@@ -53,8 +56,8 @@ json process_json(const LiveProcess& p, int64_t page_size) {
           {"comm", p.comm},
           {"cgroup", p.cgroup},
           {"from_zero", p.from_zero},
-          {"kernel_rss_pages", p.kernel_rss},
-          {"kernel_rss_bytes", p.kernel_rss * page_size},
+          {"kernel_rss_pages", json_or_null(kernel_of(p))},
+          {"kernel_rss_bytes", bytes(kernel_of(p))},
           {"exact_rss_pages", json_or_null(exact_of(p))},
           {"exact_rss_bytes", bytes(exact_of(p))},
           {"drift_pages", json_or_null(drift_of(p))},
@@ -80,7 +83,7 @@ void rank(std::vector<LiveProcess>& ps, const std::string& sort) {
   auto key = [&](const LiveProcess& p) -> std::optional<double> {
     if (sort == "ratio") return ratio_of(p);
     if (sort == "rss") return double(p.kernel_rss);
-    if (!p.from_zero) return std::nullopt;
+    if (!p.drift_known()) return std::nullopt;
     return std::abs(double(p.drift()));
   };
   std::ranges::stable_sort(ps, [&](const LiveProcess& a, const LiveProcess& b) {
@@ -148,14 +151,14 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
     auto size = [&](const std::optional<int64_t>& pages, bool sign) {
       return pages ? format_size(*pages, h.page_size, unit, sign) : "-";
     };
-    joined |= !p.from_zero;
+    joined |= !p.drift_known();
     fmt::print(kRow, p.pid, printable(p.comm).substr(0, 15),
-               size(p.kernel_rss, false), size(exact_of(p), false),
+               size(kernel_of(p), false), size(exact_of(p), false),
                size(drift_of(p), true), ratio_text(ratio_of(p)), p.updates);
   }
   if (joined)
     fmt::print(
-        "-: exact RSS unknown (audit joined mid-life, not yet resynced)\n");
+        "-: exact RSS unknown until a resync, or a counter not updated yet\n");
 }
 
 void run_show_live(const LiveOptions& live, const QueryOptions& query,
@@ -196,7 +199,11 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
   fmt::print("{} updates, {} flagged; fidelity {}\n\n", p.updates, p.flagged,
              fidelity_text(p.fidelity_matched, p.fidelity_checked));
   const std::optional<double> ratio = ratio_of(p);
-  fmt::print("kernel (approximate) RSS:  {}\n", size(p.kernel_rss));
+  if (p.from_zero && !p.kernel_known)
+    fmt::print(
+        "a counter not updated since the audit joined: the kernel's "
+        "count unknown\n");
+  fmt::print("kernel (approximate) RSS:  {}\n", size(kernel_of(p)));
   fmt::print("exact RSS:                 {}\n", size(exact_of(p)));
   fmt::print("drift (kernel - exact):    {}{}\n", size(drift_of(p), true),
              ratio ? fmt::format(" ({:.1f}% of the kernel's bound {})",

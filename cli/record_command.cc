@@ -100,18 +100,21 @@ void replay(const ReplayOptions& o) {
       nlohmann::json errors;
       for (size_t i = 0; i < SchemeSet::kCount; ++i)
         errors[std::string(SchemeSet::kNames[i])] = m.largest_error[i];
-      j["mms"].push_back({{"tgid", m.tgid},
-                          {"from_zero", m.from_zero},
-                          {"alive", m.alive},
-                          {"updates", m.updates},
-                          {"flagged", m.flagged},
-                          {"exact_rss_pages", m.exact_rss},
-                          {"kernel_rss_pages", m.kernel_rss},
-                          {"drift_pages", m.drift()},
-                          {"peak_rss_pages", m.peak_rss},
-                          {"fidelity_checked", m.fidelity_checked},
-                          {"fidelity_matched", m.fidelity_matched},
-                          {"largest_error_pages", errors}});
+      j["mms"].push_back(
+          {{"tgid", m.tgid},
+           {"from_zero", m.from_zero},
+           {"alive", m.alive},
+           {"updates", m.updates},
+           {"flagged", m.flagged},
+           {"exact_rss_pages", m.exact_rss},
+           {"kernel_rss_pages", m.kernel_known ? nlohmann::json(m.kernel_rss)
+                                               : nlohmann::json(nullptr)},
+           {"drift_pages", m.drift_known() ? nlohmann::json(m.drift())
+                                           : nlohmann::json(nullptr)},
+           {"peak_rss_pages", m.peak_rss},
+           {"fidelity_checked", m.fidelity_checked},
+           {"fidelity_matched", m.fidelity_matched},
+           {"largest_error_pages", errors}});
     }
     fmt::print("{}\n", j.dump(2));
   } else {
@@ -128,8 +131,9 @@ void replay(const ReplayOptions& o) {
       const MmSummary& m = mms[i];
       fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", m.tgid,
                  m.alive ? "yes" : "no", m.updates,
-                 m.from_zero ? fmt::format("{}", m.exact_rss) : "?",
-                 m.kernel_rss, m.from_zero ? fmt::format("{}", m.drift()) : "?",
+                 m.absolute ? fmt::format("{}", m.exact_rss) : "?",
+                 m.kernel_known ? fmt::format("{}", m.kernel_rss) : "?",
+                 m.drift_known() ? fmt::format("{}", m.drift()) : "?",
                  m.peak_rss, m.largest_error[0]);
     }
   }

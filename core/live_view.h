@@ -23,11 +23,11 @@ struct DaemonHealth {
   uint32_t nr_cpus = 0;
   int32_t batch = 0;  // the kernel's percpu_counter batch for rss_stat
   int64_t page_size = 4096;
-  uint64_t events = 0;        // ring-buffer records consumed since start
-  double events_per_s = 0;    // over the last sampling interval
-  uint64_t drops = 0;         // records lost to a full ring buffer
-  uint64_t ambiguous = 0;     // updates flagged instead of guessed
-  double lag_s = 0;           // since the ring buffer was last drained
+  uint64_t events = 0;      // ring-buffer records consumed since start
+  double events_per_s = 0;  // over the last sampling interval
+  uint64_t drops = 0;       // records lost to a full ring buffer
+  uint64_t ambiguous = 0;   // updates flagged instead of guessed
+  double lag_s = 0;         // since the ring buffer was last drained
   // Kernel-side cost of the capture programs, when kernel.bpf_stats_enabled
   // is on (empty otherwise: never a made-up number).
   std::optional<double> bpf_ns_per_event{};
@@ -52,12 +52,16 @@ struct LiveProcess {
   uint64_t fidelity_matched = 0;
   int64_t exact_rss = 0;   // the sum of the update stream
   int64_t kernel_rss = 0;  // the kernel's approximate count
-  int64_t peak_rss = 0;    // true peak
+  // The kernel's count of every RSS member was seen (from creation, or an
+  // update since the capture started); else kernel_rss is partial.
+  bool kernel_known = false;
+  int64_t peak_rss = 0;  // true peak
   // The upstream percpu_counter bound on |kernel_rss - exact_rss|: three
   // counters (file, anon, shmem), nr_cpus * (batch - 1) each.
   int64_t bound = 0;
   std::array<int64_t, SchemeSet::kCount> largest_error{};  // kNames order
 
+  bool drift_known() const { return from_zero && kernel_known; }
   int64_t drift() const { return kernel_rss - exact_rss; }
 };
 

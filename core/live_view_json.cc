@@ -151,6 +151,7 @@ LiveProcess read_process(const json& j, const std::string& where) {
   p.fidelity_matched = r.integer<uint64_t>("fidelity_matched");
   p.exact_rss = r.integer<int64_t>("exact_rss");
   p.kernel_rss = r.integer<int64_t>("kernel_rss");
+  p.kernel_known = r.boolean("kernel_known");
   p.peak_rss = r.integer<int64_t>("peak_rss");
   p.bound = r.integer<int64_t>("bound");
   const ObjectReader errors(r.at("largest_error"), r.field("largest_error"));
@@ -211,6 +212,7 @@ json process_to_json(const LiveProcess& p) {
       {"fidelity_matched", p.fidelity_matched},
       {"exact_rss", p.exact_rss},
       {"kernel_rss", p.kernel_rss},
+      {"kernel_known", p.kernel_known},
       {"peak_rss", p.peak_rss},
       {"bound", p.bound},
       {"largest_error", std::move(errors)},

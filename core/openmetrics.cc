@@ -124,7 +124,7 @@ struct Group {
     ++processes;
     // Without absolute values (joined mid-life, not yet resynced) the
     // drift is unknown: left out, never a made-up number.
-    if (!p.from_zero) return;
+    if (!p.drift_known()) return;
     drift += p.drift();
     largest = std::max(largest, magnitude(p.drift()));
     bound += p.bound;
@@ -185,7 +185,7 @@ std::vector<const LiveProcess*> ranked_processes(
     const LiveView& view, const MetricsOptions& options) {
   std::vector<const LiveProcess*> all;
   for (const auto& p : view.processes)
-    if (p.from_zero) all.push_back(&p);  // else the drift is unknown
+    if (p.drift_known()) all.push_back(&p);  // else the drift is unknown
   std::stable_sort(all.begin(), all.end(), [](auto* a, auto* b) {
     return magnitude(a->drift()) > magnitude(b->drift());
   });

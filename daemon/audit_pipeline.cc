@@ -8,7 +8,7 @@ namespace rssaudit {
 void rank_by_drift(std::vector<MmSummary>& mms) {
   auto key = [](const MmSummary& m) {
     const int64_t d = m.drift() < 0 ? -m.drift() : m.drift();
-    return std::tuple(m.absolute, d, m.updates);
+    return std::tuple(m.drift_known(), m.drift_known() ? d : 0, m.updates);
   };
   std::sort(
       mms.begin(), mms.end(),
@@ -36,6 +36,7 @@ void AuditPipeline::on_mm_created(const MmKey& mm, bool from_zero) {
   live->summary.key = mm;
   live->summary.from_zero = from_zero;
   live->exact_known.fill(from_zero);
+  live->kernel_count_known.fill(from_zero);  // every count started at 0
   live->model_synced = from_zero;
   if (last_ && last_->summary.key.addr == mm.addr) last_ = nullptr;
   live_[mm.addr] = std::move(live);
@@ -85,8 +86,10 @@ void AuditPipeline::on_baseline(const MmKey& key, int member,
   LiveMm* mm = find(key);
   if (!mm) return;
   if (!pages) {
-    // A loss: the models no longer see every update either.
+    // A loss: the models no longer see every update either, and the
+    // kernel's count moved unseen.
     mm->exact_known[member] = false;
+    mm->kernel_count_known[member] = false;
     mm->model_synced = false;
     return;
   }
@@ -106,6 +109,9 @@ void AuditPipeline::refresh(LiveMm& mm) {
       mm.exact(kFilePages) + mm.exact(kAnonPages) + mm.exact(kShmemPages);
   s.kernel_rss = mm.kernel_count[kFilePages] + mm.kernel_count[kAnonPages] +
                  mm.kernel_count[kShmemPages];
+  s.kernel_known = mm.kernel_count_known[kFilePages] &&
+                   mm.kernel_count_known[kAnonPages] &&
+                   mm.kernel_count_known[kShmemPages];
   s.peak_rss =
       mm.summary.from_zero ? mm.audit.peak_rss() : mm.peak_since_baseline;
   s.largest_error = mm.audit.largest_error();

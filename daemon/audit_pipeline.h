@@ -37,15 +37,20 @@ struct MmSummary {
   int64_t exact_rss = 0;   // pages, the sum of the stream (+ baseline)
   int64_t kernel_rss = 0;  // pages, the kernel's approximate count (members
                            // file + anon + shmem) at its last update
-  int64_t peak_rss = 0;    // true peak (running maximum of exact_rss,
-                           // since the baseline when not from_zero)
+  // The kernel's count of each of those members is known: seen from
+  // creation, or updated since the capture started (or since its last
+  // loss). Else kernel_rss and drift() are unknown.
+  bool kernel_known = false;
+  int64_t peak_rss = 0;  // true peak (running maximum of exact_rss,
+                         // since the baseline when not from_zero)
   std::array<int64_t, SchemeSet::kCount> largest_error{};
 
+  bool drift_known() const { return absolute && kernel_known; }
   int64_t drift() const { return kernel_rss - exact_rss; }
 };
 
-// Orders mms by |drift|, largest first; mms without absolute values (not
-// seen from creation) last, then by activity.
+// Orders mms by |drift|, largest first; mms whose drift is unknown last,
+// then by activity.
 void rank_by_drift(std::vector<MmSummary>& mms);
 
 class AuditPipeline : public ReconstructorSink {

@@ -32,15 +32,18 @@ LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
     p.fidelity_matched = s.fidelity_matched;
     p.exact_rss = s.exact_rss;
     p.kernel_rss = s.kernel_rss;
+    p.kernel_known = s.kernel_known;
     p.peak_rss = s.peak_rss;
     p.bound = bound;
     p.largest_error = s.largest_error;
     view.processes.push_back(std::move(p));
   });
-  // Processes with absolute values first: the others' drift is unknown.
+  // Processes whose drift is known first.
   std::stable_sort(view.processes.begin(), view.processes.end(),
                    [](const LiveProcess& a, const LiveProcess& b) {
-                     if (a.from_zero != b.from_zero) return a.from_zero;
+                     if (a.drift_known() != b.drift_known())
+                       return a.drift_known();
+                     if (!a.drift_known()) return false;
                      return std::llabs(a.drift()) > std::llabs(b.drift());
                    });
   return view;

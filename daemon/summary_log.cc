@@ -44,8 +44,9 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
         "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
         "{}\n",
         m.tgid, m.alive ? comm_of(m.tgid) : "-", m.alive, m.from_zero,
-        m.absolute, m.updates, m.flagged, m.exact_rss, m.kernel_rss, m.drift(),
-        m.peak_rss, errors);
+        m.absolute, m.updates, m.flagged, m.exact_rss,
+        m.kernel_known ? std::to_string(m.kernel_rss) : "?",
+        m.drift_known() ? std::to_string(m.drift()) : "?", m.peak_rss, errors);
   }
   fflush(out);
 }

@@ -24,8 +24,8 @@ auto fields(const DaemonHealth& h) {
 auto fields(const LiveProcess& p) {
   return std::tie(p.pid, p.start_ticks, p.comm, p.cgroup, p.from_zero,
                   p.updates, p.flagged, p.fidelity_checked, p.fidelity_matched,
-                  p.exact_rss, p.kernel_rss, p.peak_rss, p.bound,
-                  p.largest_error);
+                  p.exact_rss, p.kernel_rss, p.kernel_known, p.peak_rss,
+                  p.bound, p.largest_error);
 }
 
 void expect_same(const LiveView& a, const LiveView& b) {

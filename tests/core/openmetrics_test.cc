@@ -24,6 +24,7 @@ LiveProcess process(uint32_t pid, std::string comm, int64_t drift,
   p.kernel_rss = 1000 + drift;
   p.bound = 3 * 4 * 63;
   p.from_zero = true;
+  p.kernel_known = true;
   p.fidelity_checked = 10;
   p.fidelity_matched = 9;
   return p;
@@ -156,6 +157,19 @@ TEST(OpenMetrics, LeavesOutDriftOfProcessesWithoutAbsoluteValues) {
   EXPECT_TRUE(contains(text, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"))
       << text;
   EXPECT_TRUE(contains(text, "rssaudit_group_processes{comm=\"sshd\"} 3\n"));
+  EXPECT_FALSE(contains(text, "pid=\"14\""));
+}
+
+// Exact values known, but a counter not updated since the audit joined:
+// the kernel's side of the drift is partial, so no drift either.
+TEST(OpenMetrics, LeavesOutDriftWhileAKernelCountIsUnknown) {
+  LiveView v = sample_view();
+  LiveProcess partial = process(14, "sshd", -90000);
+  partial.kernel_known = false;
+  v.processes.push_back(partial);
+  const std::string text = render_openmetrics(v, MetricsOptions{});
+  EXPECT_TRUE(contains(text, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"))
+      << text;
   EXPECT_FALSE(contains(text, "pid=\"14\""));
 }
 

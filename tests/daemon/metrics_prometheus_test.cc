@@ -42,6 +42,7 @@ LiveView view() {
   p.kernel_rss = 109;
   p.bound = 756;
   p.from_zero = true;  // else its drift is unknown and not exported
+  p.kernel_known = true;
   v.processes = {p};
   return v;
 }

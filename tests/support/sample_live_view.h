@@ -24,6 +24,7 @@ inline LiveProcess sample_process(uint32_t pid, const char* comm, int64_t exact,
   p.fidelity_matched = 4999;
   p.exact_rss = exact;
   p.kernel_rss = kernel;
+  p.kernel_known = true;
   p.peak_rss = exact + 100;
   p.bound = 3 * 8 * 63;  // 8 CPUs, batch 64
   for (size_t i = 0; i < SchemeSet::kCount; ++i)
