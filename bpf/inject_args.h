@@ -8,9 +8,9 @@
 #endif
 
 struct inject_args {
-  __u32 first;   /* index of the first record to write */
-  __u32 count;   /* records to write; wraps at the end of `records` */
-  __u32 total;   /* records in `records` */
+  __u32 first; /* index of the first record to write */
+  __u32 count; /* records to write; wraps at the end of `records` */
+  __u32 total; /* records in `records` */
   __u32 pad;
   __u64 written; /* out */
   __u64 full;    /* out: reservations refused, the ring buffer was full */

@@ -54,6 +54,18 @@ struct rss_event {
   __u8 pad;
 };
 
+/* The `exited` map's value: who a process was, written when its last
+ * thread exits, for the daemon to name a process its parent reaped before
+ * /proc could be read. Slot tgid % RSS_EXITED_SLOTS: a direct-mapped cache
+ * (a later exit in the same slot replaces it; `tgid` tells). */
+#define RSS_EXITED_SLOTS 4096
+struct exited_process {
+  __u32 tgid;
+  __u32 pad;
+  __u64 start_ticks; /* /proc/PID/stat field 22: start_boottime in USER_HZ */
+  char comm[16];     /* TASK_COMM_LEN */
+};
+
 #ifdef __cplusplus
 static_assert(sizeof(rss_event) == 48, "rss_event is a fixed 48-byte ABI");
 static_assert(alignof(rss_event) == 8, "rss_event is 8-byte aligned");

@@ -5,9 +5,8 @@
  * - kCpuSwitch (the per_cpu model folds a CPU's cache when it switches mm)
  *   would need sched_switch, which runs on every context switch of the
  *   host, RSS activity or not: each attached program costs ~100 ns per run
- *   here, paid by every process, to serve one model. Live, the per_cpu
- *   model therefore keeps each CPU's cache until exit, so its error is the
- *   largest the scheme could show (as if no switch happened in between).
+ *   here, paid by every process, to serve one model. The daemon infers a
+ *   switch from the next owner update of another mm on the CPU instead.
  * - kRusageQuery (the sync_query model folds before rusage/taskstats is
  *   read) has no tracepoint: getrusage, wait4 and taskstats readers could
  *   only be hooked by kprobes or fentry, which do not load here
@@ -57,7 +56,20 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
   if (!mm) return 0;
   struct rss_event* e = task_event(RSS_EV_EXIT, task, mm);
   if (!e) return 0;
-  e->flags |= group_dead ? RSS_EVF_GROUP_DEAD : 0;
+  if (group_dead) {
+    /* A shell reaps its child within microseconds, long before the daemon
+     * handles this record: keep the name /proc will no longer give. */
+    __u32 tgid = task->tgid;
+    __u32 slot = tgid % RSS_EXITED_SLOTS;
+    struct exited_process* who = bpf_map_lookup_elem(&exited, &slot);
+    if (who) {
+      who->tgid = tgid;
+      /* proc_pid_stat(): nsec_to_clock_t(start_boottime), USER_HZ = 100. */
+      who->start_ticks = task->group_leader->start_boottime / 10000000;
+      bpf_get_current_comm(who->comm, sizeof(who->comm));
+    }
+    e->flags |= RSS_EVF_GROUP_DEAD;
+  }
   event_submit(e);
   return 0;
 }

@@ -76,6 +76,8 @@ struct task_struct {
   unsigned long min_flt;
   unsigned long maj_flt;
   unsigned int in_user_fault : 1; /* CONFIG_MEMCG */
+  struct task_struct* group_leader;
+  u64 start_boottime;
 } __attribute__((preserve_access_index));
 
 /* A kernel struct that starts with an int: bpf_rdonly_cast() casts only to

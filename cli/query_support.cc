@@ -164,12 +164,12 @@ nlohmann::json process_identity_json(const ProcessSummary& p) {
 
 nlohmann::json process_json(const ProcessSummary& p) {
   nlohmann::json j = process_identity_json(p);
-  j.update(
-      nlohmann::json{{"cgroup", p.cgroup},
-                     {"first_seen_ns", p.first_seen_ns},
-                     {"last_seen_ns", p.last_seen_ns},
-                     {"exit_ns", json_or_null(p.exit_ns)},
-                     {"exit_residue_pages", json_or_null(p.exit_residue)}});
+  j.update(nlohmann::json{{"cgroup", p.cgroup},
+                          {"first_seen_ns", p.first_seen_ns},
+                          {"last_seen_ns", p.last_seen_ns},
+                          {"exit_ns", json_or_null(p.exit_ns)},
+                          {"exit_residue_pages", json_or_null(p.exit_residue)},
+                          {"true_peak_pages", json_or_null(p.true_peak)}});
   return j;
 }
 

@@ -161,6 +161,9 @@ void run(const ShowOptions& o) {
              printable(p.comm), p.run_id, p.identity.start_ticks,
              p.exit_ns ? ", exited " + local_time_text(*p.exit_ns) : "");
   if (!p.cgroup.empty()) fmt::print("cgroup {}\n", printable(p.cgroup));
+  if (p.true_peak)  // its whole life's, even one shorter than a tick
+    fmt::print("true peak RSS over its life: {}\n",
+               format_size(*p.true_peak, page_size, o.query.unit(), false));
   if (!sample) {
     fmt::print("no sample stored (seen {} .. {})\n",
                local_time_text(p.first_seen_ns),

@@ -162,9 +162,9 @@ BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 
   std::string error;
-  c->ring_ = RingReader::map(bpf_map__fd(c->skel_->maps.events),
-                             bpf_map__max_entries(c->skel_->maps.events),
-                             error);
+  c->ring_ =
+      RingReader::map(bpf_map__fd(c->skel_->maps.events),
+                      bpf_map__max_entries(c->skel_->maps.events), error);
   if (!c->ring_) {
     r.error = "BPF capture: " + error;
     return r;
@@ -176,6 +176,16 @@ BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
 BpfCapture::~BpfCapture() {
   ring_.reset();  // unmapped before the map is freed with the skeleton
   rssaudit_bpf__destroy(skel_);
+}
+
+std::optional<exited_process> BpfCapture::exited(uint32_t tgid) const {
+  exited_process who{};
+  const uint32_t slot = tgid % RSS_EXITED_SLOTS;
+  if (bpf_map__lookup_elem(skel_->maps.exited, &slot, sizeof(slot), &who,
+                           sizeof(who), 0) ||
+      who.tgid != tgid)
+    return std::nullopt;  // not ended, or its slot reused since
+  return who;
 }
 
 uint64_t BpfCapture::drops() const {

@@ -80,6 +80,12 @@ class BpfCapture {
   // the counts are kept). A syscall: call per query, not per event.
   std::optional<double> bpf_ns_per_event() const;
 
+  // Who process `tgid` was, if its last thread exited under the capture
+  // and no later exit took its slot (tgid % RSS_EXITED_SLOTS). Each of its
+  // mms, the one an exec left included, may ask. A syscall: call per mm
+  // end, not per event.
+  std::optional<exited_process> exited(uint32_t tgid) const;
+
   // CPUs the kernel may ever use: the range of rss_event::cpu.
   uint32_t possible_cpus() const { return possible_cpus_; }
 

@@ -73,6 +73,8 @@ class Daemon {
     pipeline_.set_exit_hook([this](AuditPipeline::LiveMm& mm) {
       recorder_.on_exit(mm, wall_ns());
     });
+    recorder_.set_exited_lookup(
+        [this](uint32_t tgid) { return capture_->exited(tgid); });
     every(
         poll_timer_, [this] { return o_.poll_ms / 1000.0; },
         [this] { drain(); });

@@ -184,6 +184,11 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
     t.who.start_ticks = who.stat->start_time;
     t.who.comm = who.stat->comm;
     t.who.cgroup = cgroup_of(who.cgroup);
+  } else if (const auto gone =
+                 exited_lookup_ ? exited_lookup_(t.who.pid) : std::nullopt) {
+    // Reaped already, but named when it ended (its cgroup stays unknown).
+    t.who.start_ticks = gone->start_ticks;
+    t.who.comm.assign(gone->comm, strnlen(gone->comm, sizeof(gone->comm)));
   } else {
     // Reaped before we looked: start time 0 and an empty comm mean unknown.
     ++stats_.unnamed_exits;
@@ -204,9 +209,12 @@ void HistoryRecorder::record_end(AuditPipeline::LiveMm& mm, Tracked& t,
                                  int64_t wall_ns) {
   write_model_errors(mm, t, wall_ns);
   ++stats_.exits;
-  if (!mm.summary.absolute) return;  // no absolute value to check
-  const int64_t residue = mm.summary.exact_rss;
-  store_.record_exit(t.who.process_id, wall_ns, residue);
+  const MmSummary& s = mm.summary;
+  store_.record_exit(t.who.process_id, wall_ns,
+                     s.absolute ? std::optional(s.exact_rss) : std::nullopt,
+                     s.from_zero ? std::optional(s.peak_rss) : std::nullopt);
+  if (!s.absolute) return;  // no absolute value to check
+  const int64_t residue = s.exact_rss;
   if (residue != 0) {
     ++stats_.residues;
     store_.add_anomaly(AnomalyRow{

@@ -8,9 +8,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "bpf/rss_event.h"
 #include "daemon/audit_pipeline.h"
 #include "daemon/sampler.h"
 #include "daemon/store.h"
@@ -52,6 +55,13 @@ class HistoryRecorder {
   void sample(AuditPipeline& pipeline, int64_t wall_ns);
   // The pipeline's exit hook.
   void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);
+  // Where to ask who an ended process was when /proc no longer says (its
+  // parent reaped it first): the capture keeps it (bpf/rss_event.h).
+  using ExitedLookup =
+      std::function<std::optional<exited_process>(uint32_t tgid)>;
+  void set_exited_lookup(ExitedLookup lookup) {
+    exited_lookup_ = std::move(lookup);
+  }
 
   const RecorderStats& stats() const { return stats_; }
   // The recorded identity of the live mm at `mm_addr`, for labelling live
@@ -88,6 +98,7 @@ class HistoryRecorder {
   ProcessSampler& sampler_;
   RecorderOptions options_;
   int64_t page_size_;
+  ExitedLookup exited_lookup_;
   std::unordered_map<uint64_t, Tracked> tracked_;  // by mm address
   RecorderStats stats_;
   int64_t last_tick_ns_ = 0;  // wall time of the previous sample()

@@ -103,18 +103,18 @@ std::string Store::sql_text(Sql q) {
     case kUpsertProcess:
       return "INSERT INTO processes (id, run_id, pid, start_ticks, comm, "
              "cgroup, "
-             "first_seen_ns, last_seen_ns, exit_ns, exit_residue) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+             "first_seen_ns, last_seen_ns, exit_ns, exit_residue, true_peak) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
              "ON CONFLICT (id) DO UPDATE SET comm = excluded.comm, "
              "cgroup = excluded.cgroup, last_seen_ns = excluded.last_seen_ns, "
              "exit_ns = excluded.exit_ns, exit_residue = "
-             "excluded.exit_residue, "
+             "excluded.exit_residue, true_peak = excluded.true_peak, "
              "first_seen_ns = excluded.first_seen_ns";
     // The common case, cheaper than the upsert: a known process seen again.
     case kUpdateProcess:
       return "UPDATE processes SET comm = ?2, cgroup = ?3, last_seen_ns = ?4, "
-             "exit_ns = ?5, exit_residue = ?6, first_seen_ns = ?7 "
-             "WHERE id = ?1";
+             "exit_ns = ?5, exit_residue = ?6, first_seen_ns = ?7, "
+             "true_peak = ?8 WHERE id = ?1";
     case kInsertSample:
       return sample_insert_sql();
     case kInsertModelError:
@@ -219,12 +219,18 @@ int64_t Store::upsert_process(const ProcessIdentity& id, std::string_view comm,
   return it->second;
 }
 
-void Store::record_exit(int64_t process_id, int64_t time_ns, int64_t residue) {
+void Store::record_exit(int64_t process_id, int64_t time_ns,
+                        std::optional<int64_t> residue,
+                        std::optional<int64_t> true_peak) {
   const auto it = processes_.find(process_id);
   if (it == processes_.end()) return;  // already gone from the cache
   Process& p = it->second;
   p.exit_ns = time_ns;
   p.exit_residue = residue;
+  // A process that exec'd ends several mms, one after the other: its peak
+  // is the largest of theirs.
+  if (true_peak && (!p.true_peak || *true_peak > *p.true_peak))
+    p.true_peak = true_peak;
   p.last_seen_ns = std::max(p.last_seen_ns, time_ns);
   latest_ns_ = std::max(latest_ns_, time_ns);
   mark_dirty(process_id, p);
@@ -354,6 +360,7 @@ StoreStatus Store::write_batch() {
       update.bind_optional(5, p.exit_ns);
       update.bind_optional(6, p.exit_residue);
       update.bind(7, p.first_seen_ns);
+      update.bind_optional(8, p.true_peak);
       if (s = db_->run(update, what); !s.ok()) return s;
       continue;
     }
@@ -368,6 +375,7 @@ StoreStatus Store::write_batch() {
     upsert.bind(8, p.last_seen_ns);
     upsert.bind_optional(9, p.exit_ns);
     upsert.bind_optional(10, p.exit_residue);
+    upsert.bind_optional(11, p.true_peak);
     if (s = db_->run(upsert, what); !s.ok()) return s;
   }
   Statement& sample = sql_[kInsertSample];

@@ -59,9 +59,13 @@ class Store {
   // first sight; refreshes its comm, cgroup and last-seen time.
   int64_t upsert_process(const ProcessIdentity& id, std::string_view comm,
                          std::string_view cgroup, int64_t time_ns);
-  // `residue` is the exact tracker's value at exit (0 when consistent). The
-  // process leaves the in-memory cache once this is written.
-  void record_exit(int64_t process_id, int64_t time_ns, int64_t residue);
+  // `residue`: the exact tracker's value at exit (0 when consistent;
+  // nullopt: not absolute). `true_peak`: the whole life's peak RSS
+  // (nullopt: not seen from creation). The process leaves the in-memory
+  // cache once this is written.
+  void record_exit(int64_t process_id, int64_t time_ns,
+                   std::optional<int64_t> residue,
+                   std::optional<int64_t> true_peak);
 
   void add_sample(const SampleRow& row);
   void add_model_error(const ModelErrorRow& row);
@@ -100,6 +104,7 @@ class Store {
     int64_t last_seen_ns = 0;
     std::optional<int64_t> exit_ns;
     std::optional<int64_t> exit_residue;
+    std::optional<int64_t> true_peak;
     bool dirty = true;    // differs from its row
     bool stored = false;  // its row exists, as far as this cache knows
   };

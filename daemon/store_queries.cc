@@ -13,8 +13,8 @@ namespace {
 
 constexpr std::string_view kProcessColumns =
     "p.id, p.run_id, p.pid, p.start_ticks, p.comm, p.cgroup, "
-    "p.first_seen_ns, p.last_seen_ns, p.exit_ns, p.exit_residue";
-constexpr int kProcessColumnCount = 10;
+    "p.first_seen_ns, p.last_seen_ns, p.exit_ns, p.exit_residue, p.true_peak";
+constexpr int kProcessColumnCount = 11;
 
 ProcessSummary read_process(const Statement& s, int first) {
   ProcessSummary p;
@@ -28,6 +28,7 @@ ProcessSummary read_process(const Statement& s, int first) {
   p.last_seen_ns = s.column_int(first + 7);
   p.exit_ns = s.column_optional(first + 8);
   p.exit_residue = s.column_optional(first + 9);
+  p.true_peak = s.column_optional(first + 10);
   return p;
 }
 

@@ -34,6 +34,7 @@ struct ProcessSummary {
   int64_t last_seen_ns = 0;
   std::optional<int64_t> exit_ns;
   std::optional<int64_t> exit_residue;
+  std::optional<int64_t> true_peak;  // pages, the whole life's; at its end
 };
 
 // The sample of one process with the largest |drift| in a window.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -188,6 +189,7 @@ TEST_F(HistoryRecorderTest, ProcessEndingBeforeAnyTickIsRecordedFromItsZombie) {
   EXPECT_EQ(p.cgroup, cgroup.value().v2_path.value_or(""));
   EXPECT_EQ(p.exit_ns, now_);
   EXPECT_EQ(p.exit_residue, 3);
+  EXPECT_EQ(p.true_peak, 40);  // no sample row holds it: it never ticked
   EXPECT_EQ(count(fmt::format("SELECT count(*) FROM anomalies WHERE "
                               "process_id = {} AND kind = 'exit_residue'",
                               p.id)),
@@ -225,6 +227,35 @@ TEST_F(HistoryRecorderTest,
   EXPECT_EQ(count("SELECT count(*) FROM anomalies"), 0);
   EXPECT_EQ(count("SELECT count(*) FROM model_errors"),
             static_cast<int64_t>(SchemeSet::kCount));
+}
+
+TEST_F(HistoryRecorderTest, ProcessReapedBeforeItsExitIsNamedByTheCapture) {
+  Child child(Child::kWaiting);
+  const uint32_t pid = child.pid();
+  child.reap();
+  std::vector<uint32_t> asked;
+  recorder_->set_exited_lookup(
+      [&](uint32_t tgid) -> std::optional<exited_process> {
+        asked.push_back(tgid);
+        exited_process who{};
+        who.start_ticks = 4321;
+        std::strncpy(who.comm, "short-lived-job", sizeof(who.comm));
+        return who;
+      });
+  pipeline_.on_mm_created(key_, true);
+  updates(pid, 7);
+  updates(pid, -7);
+  mm_ends();
+
+  EXPECT_EQ(asked, std::vector<uint32_t>{pid});
+  EXPECT_EQ(recorder_->stats().unnamed_exits, 0u);
+  auto reader = flushed_reader();
+  auto found = reader->processes_with_pid(pid);
+  ASSERT_TRUE(found.ok());
+  ASSERT_EQ(found.value.size(), 1u);
+  EXPECT_EQ(found.value[0].identity.start_ticks, 4321u);
+  EXPECT_EQ(found.value[0].comm, "short-lived-job");
+  EXPECT_EQ(found.value[0].true_peak, 7);
 }
 
 TEST_F(HistoryRecorderTest, MmWithoutUpdatesOrOfALiveProcessGetsNoExitRow) {

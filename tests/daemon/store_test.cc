@@ -338,7 +338,9 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
                    .ring_drops = 7,
                    .unreadable_files = 2,
                    .ambiguous_events = 1});
-  store->record_exit(p, 14 * kSecond, 3);
+  store->record_exit(p, 14 * kSecond, 3, 5000);
+  // The mm an exec left, ended in the same flush: the larger peak stays.
+  store->record_exit(p, 14 * kSecond, 3, 200);
   store->end_run(15 * kSecond);
   EXPECT_EQ(store->pending_rows(), 2 + SchemeSet::kCount + 2 + 1);
   ASSERT_TRUE(store->flush().ok());
@@ -366,6 +368,7 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
   EXPECT_EQ(proc.last_seen_ns, 20 * kSecond);
   EXPECT_EQ(proc.exit_ns, 14 * kSecond);
   EXPECT_EQ(proc.exit_residue, 3);
+  EXPECT_EQ(proc.true_peak, 5000);
 
   auto history = reader->process_history(p, 0, 100 * kSecond);
   ASSERT_TRUE(history.ok());

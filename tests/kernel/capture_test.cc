@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/proc_stat.h"
 #include "core/topology.h"
 #include "core/upstream_percpu.h"
 #include "daemon/bpf_capture.h"
@@ -191,6 +193,30 @@ class CaptureTest : public ::testing::Test {
   Recorder sink_;
   std::vector<rss_event> raw_;
 };
+
+TEST_F(CaptureTest, AReapedProcessIsStillNamedByTheCapture) {
+  uint64_t start_ticks = 0;
+  const pid_t pid = run(
+      [](int ready, int resume) {
+        prctl(PR_SET_NAME, "rssa-gone-test");
+        signal_ready(ready);
+        wait_resume(resume);
+      },
+      [&](pid_t p) {
+        std::ifstream in("/proc/" + std::to_string(p) + "/stat");
+        const std::string text{std::istreambuf_iterator<char>(in), {}};
+        const auto stat = parse_proc_stat(text);
+        ASSERT_TRUE(stat.ok());
+        start_ticks = stat.value().start_time;
+      });
+  // run() reaped it: /proc no longer knows it, the capture does.
+  ASSERT_NE(access(("/proc/" + std::to_string(pid)).c_str(), F_OK), 0);
+  const std::optional<exited_process> who = capture_->exited(pid);
+  ASSERT_TRUE(who.has_value());
+  EXPECT_STREQ(who->comm, "rssa-gone-test");
+  EXPECT_EQ(who->start_ticks, start_ticks);
+  EXPECT_FALSE(capture_->exited(getpid()).has_value());  // still running
+}
 
 TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
