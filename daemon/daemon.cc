@@ -315,7 +315,11 @@ class Daemon {
   }
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), reconstructor_.stats(),
-                      capture_->drops(), pipeline_, o_.top);
+                      capture_->drops(), pipeline_, o_.top,
+                      [this](uint32_t tgid) {
+                        const auto who = capture_->exited(tgid);
+                        return who ? comm_of(*who) : std::string();
+                      });
   }
   void stop(const char* why) {
     notifier_.stopping(fmt::format("stopping ({})", why));

@@ -188,7 +188,7 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
                  exited_lookup_ ? exited_lookup_(t.who.pid) : std::nullopt) {
     // Reaped already, but named when it ended (its cgroup stays unknown).
     t.who.start_ticks = gone->start_ticks;
-    t.who.comm.assign(gone->comm, strnlen(gone->comm, sizeof(gone->comm)));
+    t.who.comm = comm_of(*gone);
   } else {
     // Reaped before we looked: start time 0 and an empty comm mean unknown.
     ++stats_.unnamed_exits;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +20,11 @@
 #include "daemon/store.h"
 
 namespace rssaudit {
+
+// An exited_process's comm (NUL-terminated unless 16 bytes long).
+inline std::string comm_of(const exited_process& who) {
+  return std::string(who.comm, strnlen(who.comm, sizeof(who.comm)));
+}
 
 struct RecorderOptions {
   std::string comm;            // only processes with this comm ("": all)

@@ -20,7 +20,8 @@ std::string comm_of(uint32_t tgid) {
 
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       const AuditPipeline& pipeline, size_t top) {
+                       const AuditPipeline& pipeline, size_t top,
+                       const std::function<std::string(uint32_t)>& ended_comm) {
   const uint64_t checked = pipeline.fidelity_checked();
   fmt::print(out,
              "summary live_mms={} finished_mms={} updates={} exact={} "
@@ -33,6 +34,10 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
              pipeline.fidelity_matched(), checked);
   rank_by_drift(mms);
   if (mms.size() > top) mms.resize(top);
+  const auto ended = [&](uint32_t tgid) {
+    std::string comm = ended_comm ? ended_comm(tgid) : std::string();
+    return comm.empty() ? std::string("-") : comm;
+  };
   for (const MmSummary& m : mms) {
     std::string errors;
     for (size_t i = 0; i < SchemeSet::kCount; ++i)
@@ -43,7 +48,7 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
         "mm tgid={} comm={} alive={} from_zero={} absolute={} updates={} "
         "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
         "{}\n",
-        m.tgid, m.alive ? comm_of(m.tgid) : "-", m.alive, m.from_zero,
+        m.tgid, m.alive ? comm_of(m.tgid) : ended(m.tgid), m.alive, m.from_zero,
         m.absolute, m.updates, m.flagged, m.exact_rss,
         m.kernel_known ? std::to_string(m.kernel_rss) : "?",
         m.drift_known() ? std::to_string(m.drift()) : "?", m.peak_rss, errors);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "daemon/audit_pipeline.h"
@@ -10,8 +12,11 @@
 
 namespace rssaudit {
 
+// `ended_comm(tgid)`: the name of a process that ended ("" if unknown);
+// a live one's comes from /proc.
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       const AuditPipeline& pipeline, size_t top);
+                       const AuditPipeline& pipeline, size_t top,
+                       const std::function<std::string(uint32_t)>& ended_comm);
 
 }  // namespace rssaudit

@@ -28,7 +28,8 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   const std::string db =
       std::filesystem::temp_directory_path() /
       ("rssaudit-sigterm-" + std::to_string(getpid()) + ".db");
-  const std::string daemon = std::string(RSSAUDIT_DAEMON) + " --db " + db;
+  const std::string daemon =
+      std::string(RSSAUDIT_DAEMON) + " --db " + db + " --top 1000";
   // The workload: a shell that starts after the daemon and faults 32 MiB.
   const auto r = testing::run_command(
       "( " + daemon +
@@ -45,6 +46,9 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   EXPECT_GE(std::stod(m[1]), 99.0);
   EXPECT_NE(r.err.find("drops=0"), std::string::npos);
   EXPECT_NE(r.err.find("mm tgid="), std::string::npos);
+  // Ended and reaped before the summary: still named.
+  EXPECT_NE(r.err.find("comm=python3 alive=false"), std::string::npos)
+      << r.err;
   for (const char* suffix : {"", "-wal", "-shm"})
     std::filesystem::remove(db + suffix);
 }
