@@ -73,8 +73,7 @@ class Daemon {
     pipeline_.set_exit_hook([this](AuditPipeline::LiveMm& mm) {
       recorder_.on_exit(mm, wall_ns());
     });
-    recorder_.set_exited_lookup(
-        [this](uint32_t tgid) { return capture_->exited(tgid); });
+    recorder_.set_exited_lookup(exited_lookup());
     every(
         poll_timer_, [this] { return o_.poll_ms / 1000.0; },
         [this] { drain(); });
@@ -315,11 +314,10 @@ class Daemon {
   }
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), reconstructor_.stats(),
-                      capture_->drops(), pipeline_, o_.top,
-                      [this](uint32_t tgid) {
-                        const auto who = capture_->exited(tgid);
-                        return who ? comm_of(*who) : std::string();
-                      });
+                      capture_->drops(), pipeline_, o_.top, exited_lookup());
+  }
+  ExitedLookup exited_lookup() {
+    return [this](uint32_t tgid) { return capture_->exited(tgid); };
   }
   void stop(const char* why) {
     notifier_.stopping(fmt::format("stopping ({})", why));

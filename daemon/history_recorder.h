@@ -8,23 +8,15 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
-#include <functional>
-#include <optional>
 #include <string>
 #include <unordered_map>
 
-#include "bpf/rss_event.h"
 #include "daemon/audit_pipeline.h"
+#include "daemon/exited_lookup.h"
 #include "daemon/sampler.h"
 #include "daemon/store.h"
 
 namespace rssaudit {
-
-// An exited_process's comm (NUL-terminated unless 16 bytes long).
-inline std::string comm_of(const exited_process& who) {
-  return std::string(who.comm, strnlen(who.comm, sizeof(who.comm)));
-}
 
 struct RecorderOptions {
   std::string comm;            // only processes with this comm ("": all)
@@ -63,8 +55,6 @@ class HistoryRecorder {
   void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);
   // Where to ask who an ended process was when /proc no longer says (its
   // parent reaped it first): the capture keeps it (bpf/rss_event.h).
-  using ExitedLookup =
-      std::function<std::optional<exited_process>(uint32_t tgid)>;
   void set_exited_lookup(ExitedLookup lookup) {
     exited_lookup_ = std::move(lookup);
   }

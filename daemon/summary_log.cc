@@ -9,7 +9,7 @@
 namespace rssaudit {
 namespace {
 
-std::string comm_of(uint32_t tgid) {
+std::string live_comm(uint32_t tgid) {
   std::ifstream in("/proc/" + std::to_string(tgid) + "/comm");
   std::string comm;
   if (!std::getline(in, comm)) return "?";
@@ -21,7 +21,7 @@ std::string comm_of(uint32_t tgid) {
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
                        const AuditPipeline& pipeline, size_t top,
-                       const std::function<std::string(uint32_t)>& ended_comm) {
+                       const ExitedLookup& exited) {
   const uint64_t checked = pipeline.fidelity_checked();
   fmt::print(out,
              "summary live_mms={} finished_mms={} updates={} exact={} "
@@ -34,9 +34,9 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
              pipeline.fidelity_matched(), checked);
   rank_by_drift(mms);
   if (mms.size() > top) mms.resize(top);
-  const auto ended = [&](uint32_t tgid) {
-    std::string comm = ended_comm ? ended_comm(tgid) : std::string();
-    return comm.empty() ? std::string("-") : comm;
+  const auto ended_comm = [&](uint32_t tgid) {
+    const auto who = exited ? exited(tgid) : std::nullopt;
+    return who ? comm_of(*who) : std::string("-");
   };
   for (const MmSummary& m : mms) {
     std::string errors;
@@ -48,8 +48,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
         "mm tgid={} comm={} alive={} from_zero={} absolute={} updates={} "
         "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
         "{}\n",
-        m.tgid, m.alive ? comm_of(m.tgid) : ended(m.tgid), m.alive, m.from_zero,
-        m.absolute, m.updates, m.flagged, m.exact_rss,
+        m.tgid, m.alive ? live_comm(m.tgid) : ended_comm(m.tgid), m.alive,
+        m.from_zero, m.absolute, m.updates, m.flagged, m.exact_rss,
         m.kernel_known ? std::to_string(m.kernel_rss) : "?",
         m.drift_known() ? std::to_string(m.drift()) : "?", m.peak_rss, errors);
   }

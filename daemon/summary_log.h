@@ -3,20 +3,19 @@
 #pragma once
 
 #include <cstdio>
-#include <functional>
-#include <string>
 #include <vector>
 
 #include "daemon/audit_pipeline.h"
 #include "daemon/delta_reconstructor.h"
+#include "daemon/exited_lookup.h"
 
 namespace rssaudit {
 
-// `ended_comm(tgid)`: the name of a process that ended ("" if unknown);
-// a live one's comes from /proc.
+// `exited`: who a process that ended was (a live one's name comes from
+// /proc).
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
                        const AuditPipeline& pipeline, size_t top,
-                       const std::function<std::string(uint32_t)>& ended_comm);
+                       const ExitedLookup& exited);
 
 }  // namespace rssaudit
