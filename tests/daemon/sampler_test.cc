@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -152,9 +153,22 @@ class Child {
     _exit(0);
   }
 
+  // Returns once the child has reported and is asleep in read() on its
+  // command pipe: after its report it may still fault in pages of libc on
+  // the way there, which made a sample's sources disagree (1 run in 10).
   void wait_ready() {
     char c;
     ASSERT_EQ(read(ready_, &c, 1), 1);
+    const std::string syscall_file =
+        "/proc/" + std::to_string(pid_) + "/syscall";
+    const std::string blocked = std::to_string(SYS_read) + " ";
+    for (int tries = 0; tries < 5000; ++tries) {
+      std::ifstream in(syscall_file);
+      std::string line;
+      if (std::getline(in, line) && line.starts_with(blocked)) return;
+      usleep(1000);
+    }
+    FAIL() << "child " << pid_ << " never blocked in read(): " << syscall_file;
   }
 
   pid_t pid_ = -1;
