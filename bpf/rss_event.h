@@ -43,7 +43,8 @@ struct rss_event {
   __u32 tid;
   __u32 tgid;
   __s32 slot;    /* UPDATE: this CPU's slot of the counter after the add */
-  __u32 span_ns; /* end - start: `aux` and `slot` were read in between */
+  __u32 span_ns; /* end - start: `aux` and `slot` were read in between;
+                    UPDATE with a non-zero slot: 0, its end not taken */
   __u16 cpu;
   __u16 faults; /* UPDATE by the owner: the task's page faults so far
                    (min_flt + maj_flt, plus a user fault in progress), mod

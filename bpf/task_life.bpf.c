@@ -16,11 +16,11 @@
 
 static __always_inline struct rss_event* task_event(__u8 kind,
                                                     struct task_struct* task,
-                                                    __u64 mm) {
+                                                    __u64 mm, __u8 flags) {
   __u64 start_ns = bpf_ktime_get_ns();
   __u32 tgid = task->tgid;
   if (!mm_wanted(mm, tgid, false)) return 0;
-  return event_reserve(kind, mm, task->pid, tgid, start_ns);
+  return event_reserve(kind, mm, task->pid, tgid, start_ns, flags);
 }
 
 /* Fires in copy_process() after copy_mm(): task->mm is the child's own mm,
@@ -29,7 +29,7 @@ SEC("tp_btf/task_newtask")
 int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
   __u64 mm = (__u64)task->mm;
   if (!mm) return 0; /* kernel thread */
-  struct rss_event* e = task_event(RSS_EV_NEW_TASK, task, mm);
+  struct rss_event* e = task_event(RSS_EV_NEW_TASK, task, mm, 0);
   if (!e) return 0;
   e->aux = clone_flags;
   event_submit(e);
@@ -43,7 +43,7 @@ int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_sched_process_exec, struct task_struct* task, pid_t old_pid,
              struct linux_binprm* bprm) {
-  struct rss_event* e = task_event(RSS_EV_EXEC, task, (__u64)task->mm);
+  struct rss_event* e = task_event(RSS_EV_EXEC, task, (__u64)task->mm, 0);
   if (!e) return 0;
   event_submit(e);
   return 0;
@@ -54,7 +54,8 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
   __u64 mm = (__u64)task->mm;
   if (!mm) return 0;
-  struct rss_event* e = task_event(RSS_EV_EXIT, task, mm);
+  struct rss_event* e =
+      task_event(RSS_EV_EXIT, task, mm, group_dead ? RSS_EVF_GROUP_DEAD : 0);
   if (!e) return 0;
   if (group_dead) {
     /* A shell reaps its child within microseconds, long before the daemon
@@ -68,7 +69,6 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
       who->start_ticks = task->group_leader->start_boottime / 10000000;
       bpf_get_current_comm(who->comm, sizeof(who->comm));
     }
-    e->flags |= RSS_EVF_GROUP_DEAD;
   }
   event_submit(e);
   return 0;
@@ -81,8 +81,8 @@ int BPF_PROG(on_exit_mmap, struct mm_struct* mm) {
   __u64 start_ns = bpf_ktime_get_ns();
   __u64 id = bpf_get_current_pid_tgid();
   if (!mm_wanted((__u64)mm, id >> 32, false)) return 0;
-  struct rss_event* e =
-      event_reserve(RSS_EV_EXIT_MMAP, (__u64)mm, (__u32)id, id >> 32, start_ns);
+  struct rss_event* e = event_reserve(RSS_EV_EXIT_MMAP, (__u64)mm, (__u32)id,
+                                      id >> 32, start_ns, 0);
   if (!e) return 0;
   event_submit(e);
   return 0;

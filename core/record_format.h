@@ -35,7 +35,8 @@
 //           flags u8 @46, pad u8 @47. Flag bits added later stay within
 //           format 1 when a file without them means the same thing: old
 //           files hold RSS_EVF_AFTER_LOSS = 0, and their recorders had no
-//           way to mark a loss in the stream.
+//           way to mark a loss in the stream. Likewise span_ns: newer
+//           recorders leave it 0 on an update whose slot is non-zero.
 //
 // There is no trailer: a file that ends exactly after its header or after a
 // block is complete. A file cut inside the header or a block is reported as
