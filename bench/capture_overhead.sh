@@ -6,22 +6,26 @@
 # the BPF programs' own ns per event from kernel.bpf_stats_enabled, with the
 # event rate and drops of that run.
 # Usage (root): bench/capture_overhead.sh BUILD_DIR [ROUNDS]
-# RSSAUDITD=path measures another daemon build (before/after comparisons).
+# RSSAUDITD=path measures another daemon build; COMPARE=path adds a second
+# daemon build, interleaved with the first (before/after comparisons).
 set -euo pipefail
 build=${1:?usage: capture_overhead.sh BUILD_DIR [ROUNDS]}
 rounds=${2:-7}
 loop="$build/bench/fault_loop"
 daemon="${RSSAUDITD:-$build/daemon/rssauditd}"
+modes="none rssauditd${COMPARE:+ compare} bpftrace"
 mountpoint -q /sys/kernel/tracing ||
   mount -t tracefs nodev /sys/kernel/tracing
 # Other captures (a test's daemon, a tracer) tax every fault of the loop too.
 foreign=$(bpftool prog show | grep -c 'name on_rss_stat' || true)
 echo "foreign on_rss_stat programs attached: $foreign"
 
-run_with() {  # $1: none | rssauditd | bpftrace; prints ns/page
+run_with() {  # $1: one of $modes; prints ns/page
   local pid=""
   case $1 in
     rssauditd) taskset -c 1 "$daemon" >/tmp/rssaudit-bench-daemon.log 2>&1 &
+               pid=$!; sleep 1 ;;
+    compare)   taskset -c 1 "$COMPARE" >/tmp/rssaudit-bench-daemon.log 2>&1 &
                pid=$!; sleep 1 ;;
     bpftrace)  taskset -c 1 bpftrace -e \
                  'tracepoint:kmem:rss_stat { @ = count(); }' >/dev/null 2>&1 &
@@ -33,13 +37,13 @@ run_with() {  # $1: none | rssauditd | bpftrace; prints ns/page
 
 declare -A all
 for ((r = 0; r < rounds; r++)); do
-  for mode in none rssauditd bpftrace; do
+  for mode in $modes; do
     all[$mode]+="$(run_with $mode) "
   done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 base=$(echo "${all[none]}" | median)
-for mode in none rssauditd bpftrace; do
+for mode in $modes; do
   m=$(echo "${all[$mode]}" | median)
   awk -v mode=$mode -v m="$m" -v b="$base" 'BEGIN {
     printf "%-10s median %7.1f ns/page  added %6.1f ns/event  ratio %.2fx\n",
