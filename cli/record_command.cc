@@ -78,7 +78,7 @@ void replay(const ReplayOptions& o) {
   if (r.error && !pipeline)
     throw std::runtime_error(o.input + ": " + r.error->message);
   std::vector<MmSummary> mms = pipeline->summaries();
-  rank_by_drift(mms);
+  rank_by_error(mms);
   const uint64_t checked = pipeline->fidelity_checked();
   const double fidelity =
       checked ? 100.0 * pipeline->fidelity_matched() / checked : 100.0;
@@ -165,7 +165,8 @@ void register_replay(CLI::App& app) {
   sub->add_option("file", o->input, "Recording made by 'rssaudit record'")
       ->required();
   sub->add_flag("--json", o->json, "Print JSON");
-  sub->add_option("--top", o->top, "Processes listed")->capture_default_str();
+  sub->add_option("--top", o->top, "Processes listed, largest error first")
+      ->capture_default_str();
   sub->callback([o] { replay(*o); });
 }
 

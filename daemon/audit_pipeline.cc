@@ -5,10 +5,14 @@
 
 namespace rssaudit {
 
-void rank_by_drift(std::vector<MmSummary>& mms) {
+void rank_by_error(std::vector<MmSummary>& mms) {
+  constexpr size_t kUpstream = 0;  // the kernel's own scheme
+  static_assert(SchemeSet::kNames[kUpstream] == UpstreamPercpu::kName);
   auto key = [](const MmSummary& m) {
     const int64_t d = m.drift() < 0 ? -m.drift() : m.drift();
-    return std::tuple(m.drift_known(), m.drift_known() ? d : 0, m.updates);
+    const int64_t now = m.alive && m.drift_known() ? d : 0;
+    return std::tuple(std::max(m.largest_error[kUpstream], now), m.peak_rss,
+                      m.updates);
   };
   std::sort(
       mms.begin(), mms.end(),

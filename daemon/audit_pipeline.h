@@ -49,9 +49,12 @@ struct MmSummary {
   int64_t drift() const { return kernel_rss - exact_rss; }
 };
 
-// Orders mms by |drift|, largest first; mms whose drift is unknown last,
-// then by activity.
-void rank_by_drift(std::vector<MmSummary>& mms);
+// Orders mms by how far the kernel's RSS was off, largest first: the
+// upstream scheme's largest error over the audited life (the kernel's own
+// counting), or the drift now if larger and known; then by true peak, then
+// activity. An ended mm's drift is left out: it is what its counter held at
+// teardown, which nothing reads.
+void rank_by_error(std::vector<MmSummary>& mms);
 
 class AuditPipeline : public ReconstructorSink {
  public:

@@ -42,7 +42,8 @@ void add_options(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--summary-interval", o.summary_s,
                  "Log a summary every this many seconds (0: off)");
-  app.add_option("--top", o.top, "Processes listed in a summary")
+  app.add_option("--top", o.top,
+                 "Processes listed in a summary, largest error first")
       ->capture_default_str();
   app.add_option("--db", o.db, "History database (SQLite)")
       ->capture_default_str();

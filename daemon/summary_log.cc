@@ -32,7 +32,7 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
              stats.inconsistent, drops, stats.bad_records,
              checked ? 100.0 * pipeline.fidelity_matched() / checked : 100.0,
              pipeline.fidelity_matched(), checked);
-  rank_by_drift(mms);
+  rank_by_error(mms);
   if (mms.size() > top) mms.resize(top);
   const auto ended_comm = [&](uint32_t tgid) {
     const auto who = exited ? exited(tgid) : std::nullopt;

@@ -74,10 +74,41 @@ TEST(AuditPipeline, RankingPutsUnknownDriftsLastWhateverTheirSize) {
   p.on_mm_created(kNew, true);
   update(p, kNew, kAnonPages, 5, 0);
   std::vector<MmSummary> mms = p.summaries();
-  rank_by_drift(mms);
+  rank_by_error(mms);
   ASSERT_EQ(mms.size(), 2u);
   EXPECT_EQ(mms[0].key, kNew);
   EXPECT_EQ(mms[1].key, kOld);
+}
+
+TEST(AuditPipeline, RankingIsByTheKernelsLargestErrorNotATeardownResidue) {
+  constexpr MmKey kSmall{0xffff888000003000, 3};
+  constexpr MmKey kBig{0xffff888000004000, 4};
+  constexpr MmKey kLive{0xffff888000005000, 5};
+  AuditPipeline p(Topology::for_cpus(2));  // batch 32
+  // Both reach the kernel's largest error here, 31 pages in one CPU's slot.
+  p.on_mm_created(kSmall, true);
+  for (int i = 1; i <= 40; ++i) update(p, kSmall, kAnonPages, 1, i / 32 * 32);
+  for (int i = 39; i >= 0; --i)
+    update(p, kSmall, kAnonPages, -1, i > 0 ? 32 : 0);
+  update(p, kSmall, kFilePages, 38, 38);  // leaves a residue at teardown
+  update(p, kSmall, kFilePages, -38, 38);
+  p.on_mm_destroyed(kSmall);
+  p.on_mm_created(kBig, true);
+  for (int i = 1; i <= 100; ++i) update(p, kBig, kAnonPages, 1, i / 32 * 32);
+  p.on_mm_destroyed(kBig);
+  // Off by 50 pages right now, more than either's largest error.
+  p.on_mm_created(kLive, true);
+  update(p, kLive, kAnonPages, 50, 100);
+
+  std::vector<MmSummary> mms = p.summaries();
+  ASSERT_EQ(mms.size(), 3u);
+  EXPECT_EQ(summary_of(p, kSmall).drift(), 38);  // the residue
+  EXPECT_EQ(summary_of(p, kBig).largest_error[0], 31);
+  EXPECT_EQ(summary_of(p, kSmall).largest_error[0], 31);
+  rank_by_error(mms);
+  EXPECT_EQ(mms[0].key, kLive);
+  EXPECT_EQ(mms[1].key, kBig);  // same largest error, larger true peak
+  EXPECT_EQ(mms[2].key, kSmall);
 }
 
 }  // namespace
