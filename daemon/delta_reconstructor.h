@@ -61,7 +61,9 @@ enum class Fidelity : uint8_t {
 };
 
 struct UpdateInfo {
-  uint64_t end_ns = 0;       // the record's window is [update.time_ns, end]
+  // The record's window is [update.time_ns, end]; end == time_ns when the
+  // capture took no end (an update that left its slot non-zero).
+  uint64_t end_ns = 0;
   int64_t kernel_count = 0;  // rss_stat[member].count right after the add
   int32_t kernel_slot = 0;   // this CPU's slot right after the add
   uint32_t tgid = 0;         // of the updating task
