@@ -243,9 +243,16 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
   size_t faults_of_one_page = 0;
   size_t by_child = 0;
   std::vector<bool> cpu_used(capture_->possible_cpus());
+  size_t zero_slots_with_an_end = 0;
   for (size_t i = 0; i < updates.size(); ++i) {
     const Seen& s = updates[i];
     ASSERT_EQ(s.info.fidelity, Fidelity::kExact) << "update " << i;
+    // Only an update that left its slot at zero takes the end of its window.
+    if (s.info.kernel_slot != 0) {
+      ASSERT_EQ(s.info.end_ns, s.update.time_ns) << "update " << i;
+    }
+    zero_slots_with_an_end +=
+        s.info.kernel_slot == 0 && s.info.end_ns > s.update.time_ns;
     model.add(s.update);
     ASSERT_EQ(model.approximate(s.update.member), s.info.kernel_count)
         << "update " << i;
@@ -267,10 +274,13 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
   for (size_t c = 0; c < cpu_used.size() && int(c) < cpus; ++c)
     EXPECT_TRUE(cpu_used[c]) << "never ran on CPU " << c;
   EXPECT_EQ(sum_at_rest, rss_anon_at_rest);
+  // One fold per batch of one-page faults, each timed at both ends.
+  EXPECT_GE(zero_slots_with_an_end, faults_of_one_page / 64);
   std::printf(
       "[ info ] %zu updates of the child's mm (%zu by the child), all "
-      "exact; %zu one-page faults; RssAnon at rest %lld pages\n",
-      updates.size(), by_child, faults_of_one_page,
+      "exact; %zu one-page faults; %zu timed at both ends; RssAnon at rest "
+      "%lld pages\n",
+      updates.size(), by_child, faults_of_one_page, zero_slots_with_an_end,
       static_cast<long long>(rss_anon_at_rest));
 }
 
