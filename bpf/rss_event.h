@@ -58,8 +58,11 @@ struct rss_event {
 /* The `exited` map's value: who a process was, written when its last
  * thread exits, for the daemon to name a process its parent reaped before
  * /proc could be read. Slot tgid % RSS_EXITED_SLOTS: a direct-mapped cache
- * (a later exit in the same slot replaces it; `tgid` tells). */
-#define RSS_EXITED_SLOTS 4096
+ * (a later exit in the same slot replaces it; `tgid` tells). 32 768 slots
+ * (1 MiB): the kernel's default pid_max, so there only a reused pid shares
+ * a slot; with a larger pid_max, two exits 32 768 pids apart before the
+ * daemon reads the first. */
+#define RSS_EXITED_SLOTS 32768
 struct exited_process {
   __u32 tgid;
   __u32 pad;
