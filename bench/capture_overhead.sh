@@ -23,10 +23,11 @@ echo "foreign on_rss_stat programs attached: $foreign"
 run_with() {  # $1: one of $modes; prints ns/page
   local pid=""
   case $1 in
-    rssauditd) taskset -c 1 "$daemon" >/tmp/rssaudit-bench-daemon.log 2>&1 &
-               pid=$!; sleep 1 ;;
-    compare)   taskset -c 1 "$COMPARE" >/tmp/rssaudit-bench-daemon.log 2>&1 &
-               pid=$!; sleep 1 ;;
+    rssauditd|compare)
+      local bin=$daemon
+      [ "$1" = compare ] && bin=$COMPARE
+      taskset -c 1 "$bin" >/tmp/rssaudit-bench-daemon.log 2>&1 &
+      pid=$!; sleep 1 ;;
     bpftrace)  taskset -c 1 bpftrace -e \
                  'tracepoint:kmem:rss_stat { @ = count(); }' >/dev/null 2>&1 &
                pid=$!; sleep 3 ;;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/errors.h"
+#include "cli/query_support.h"
 #include "daemon/bpf_capture.h"
 #include "daemon/recording.h"
 
@@ -107,10 +108,8 @@ void replay(const ReplayOptions& o) {
            {"updates", m.updates},
            {"flagged", m.flagged},
            {"exact_rss_pages", m.exact_rss},
-           {"kernel_rss_pages", m.kernel_known ? nlohmann::json(m.kernel_rss)
-                                               : nlohmann::json(nullptr)},
-           {"drift_pages", m.drift_known() ? nlohmann::json(m.drift())
-                                           : nlohmann::json(nullptr)},
+           {"kernel_rss_pages", json_or_null(m.known_kernel_rss())},
+           {"drift_pages", json_or_null(m.known_drift())},
            {"peak_rss_pages", m.peak_rss},
            {"fidelity_checked", m.fidelity_checked},
            {"fidelity_matched", m.fidelity_matched},
@@ -132,8 +131,7 @@ void replay(const ReplayOptions& o) {
       fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", m.tgid,
                  m.alive ? "yes" : "no", m.updates,
                  m.absolute ? fmt::format("{}", m.exact_rss) : "?",
-                 m.kernel_known ? fmt::format("{}", m.kernel_rss) : "?",
-                 m.drift_known() ? fmt::format("{}", m.drift()) : "?",
+                 known_text(m.known_kernel_rss()), known_text(m.known_drift()),
                  m.peak_rss, m.largest_error[0]);
     }
   }

@@ -8,6 +8,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -47,7 +49,19 @@ struct MmSummary {
 
   bool drift_known() const { return absolute && kernel_known; }
   int64_t drift() const { return kernel_rss - exact_rss; }
+  // The same, empty while unknown (for printing: never a made-up number).
+  std::optional<int64_t> known_kernel_rss() const {
+    return kernel_known ? std::optional(kernel_rss) : std::nullopt;
+  }
+  std::optional<int64_t> known_drift() const {
+    return drift_known() ? std::optional(drift()) : std::nullopt;
+  }
 };
+
+// A summary value as printed: the number, or "?" while unknown.
+inline std::string known_text(std::optional<int64_t> v) {
+  return v ? std::to_string(*v) : "?";
+}
 
 // Orders mms by how far the kernel's RSS was off, largest first: the
 // upstream scheme's largest error over the audited life (the kernel's own

@@ -50,8 +50,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
         "{}\n",
         m.tgid, m.alive ? live_comm(m.tgid) : ended_comm(m.tgid), m.alive,
         m.from_zero, m.absolute, m.updates, m.flagged, m.exact_rss,
-        m.kernel_known ? std::to_string(m.kernel_rss) : "?",
-        m.drift_known() ? std::to_string(m.drift()) : "?", m.peak_rss, errors);
+        known_text(m.known_kernel_rss()), known_text(m.known_drift()),
+        m.peak_rss, errors);
   }
   fflush(out);
 }
