@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Cost of capture on a fault loop (bench/fault_loop: 64 MiB mmap, touch,
 # munmap, pinned to CPU 0; ~1 rss_stat update per page), interleaved in one
-# run: no tracer, rssauditd attached (on CPU 1), and the bpftrace one-liner.
+# run: no tracer, an empty tp_btf/rss_stat program (bench/tp_floor: the
+# hook's floor, what any capture on it pays), rssauditd attached (on CPU 1),
+# and the bpftrace one-liner.
 # Prints median ns per page for each, the added ns per event and ratios, and
 # the BPF programs' own ns per event from kernel.bpf_stats_enabled, with the
 # event rate and drops of that run.
@@ -13,7 +15,7 @@ build=${1:?usage: capture_overhead.sh BUILD_DIR [ROUNDS]}
 rounds=${2:-7}
 loop="$build/bench/fault_loop"
 daemon="${RSSAUDITD:-$build/daemon/rssauditd}"
-modes="none rssauditd${COMPARE:+ compare} bpftrace"
+modes="none floor rssauditd${COMPARE:+ compare} bpftrace"
 mountpoint -q /sys/kernel/tracing ||
   mount -t tracefs nodev /sys/kernel/tracing
 # Other captures (a test's daemon, a tracer) tax every fault of the loop too.
@@ -28,6 +30,8 @@ run_with() {  # $1: one of $modes; prints ns/page
       [ "$1" = compare ] && bin=$COMPARE
       taskset -c 1 "$bin" >/tmp/rssaudit-bench-daemon.log 2>&1 &
       pid=$!; sleep 1 ;;
+    floor)     "$build/bench/tp_floor" &
+               pid=$!; sleep 1 ;;
     bpftrace)  taskset -c 1 bpftrace -e \
                  'tracepoint:kmem:rss_stat { @ = count(); }' >/dev/null 2>&1 &
                pid=$!; sleep 3 ;;
