@@ -5,6 +5,9 @@
 # rate reached, the drops, rssauditd's CPU ns per record and its summary.
 # Usage (root): bench/consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]
 # (make RECORDING with `rssaudit record`, as for bench/replay_cost).
+# WARM=1 keeps CPU 1 busy with an idle-priority spinner that yields to the
+# daemon: the daemon's CPU time is then its code's alone, without the cost
+# of waking an idle CPU (caches and clocks; ~2x per record here).
 set -euo pipefail
 build=${1:?usage: consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]}
 recording=${2:?usage: consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]}
@@ -13,6 +16,11 @@ shift $(($# < 3 ? $# : 3))
 rates=("${@:-1000000}")
 db=$(mktemp -d)/consumer_rate.db
 log=$(mktemp)
+if [ -n "${WARM:-}" ]; then
+  chrt -i 0 taskset -c 1 sh -c 'while :; do :; done' &
+  spinner=$!
+  trap 'kill $spinner' EXIT
+fi
 for rate in "${rates[@]}"; do
   rm -f "$db"
   taskset -c 1 "$build/daemon/rssauditd" --db "$db" --socket none >"$log" 2>&1 &

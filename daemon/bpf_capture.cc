@@ -169,6 +169,8 @@ BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
     r.error = "BPF capture: " + error;
     return r;
   }
+  c->ring_records_ = bpf_map__max_entries(c->skel_->maps.events) /
+                     (sizeof(rss_event) + BPF_RINGBUF_HDR_SZ);
   r.capture = std::move(c);
   return r;
 }

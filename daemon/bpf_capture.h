@@ -88,6 +88,8 @@ class BpfCapture {
 
   // CPUs the kernel may ever use: the range of rss_event::cpu.
   uint32_t possible_cpus() const { return possible_cpus_; }
+  // Records the ring buffer holds when full.
+  uint64_t ring_records() const { return ring_records_; }
 
  private:
   BpfCapture() = default;
@@ -95,6 +97,7 @@ class BpfCapture {
   rssaudit_bpf* skel_ = nullptr;
   std::unique_ptr<RingReader> ring_;
   uint32_t possible_cpus_ = 0;
+  uint64_t ring_records_ = 0;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
   mutable std::vector<uint64_t> drop_values_;
   mutable uint64_t last_drops_ = 0;

@@ -1,6 +1,7 @@
 // The daemon polls the ring buffer on a timer: the BPF side never wakes it
-// (wake-ups cost 3.5 us per event, KERNEL.md). Everything runs on one
-// Boost.Asio thread, so no state here needs a lock.
+// (wake-ups cost 3.5 us per event, KERNEL.md), and the period adapts to the
+// rate (core/poll_pacing.h). Everything runs on one Boost.Asio thread, so no
+// state here needs a lock.
 #include "daemon/daemon.h"
 
 // clang-format off
@@ -15,6 +16,7 @@
 #include <chrono>
 
 #include "core/openmetrics.h"
+#include "core/poll_pacing.h"
 #include "daemon/audit_pipeline.h"
 #include "daemon/bpf_capture.h"
 #include "daemon/control_server.h"
@@ -75,7 +77,7 @@ class Daemon {
     });
     recorder_.set_exited_lookup(exited_lookup());
     every(
-        poll_timer_, [this] { return o_.poll_ms / 1000.0; },
+        poll_timer_, [this] { return double(next_poll_ns_) / 1e9; },
         [this] { drain(); });
     every(
         sample_timer_, [this] { return o_.sample_s; },
@@ -121,7 +123,12 @@ class Daemon {
       drops_seen_ = d;
       reconstructor_.on_loss();
     }
-    last_drain_ns_ = monotonic_ns();
+    const uint64_t now = monotonic_ns();
+    next_poll_ns_ =
+        next_poll_ns(PollPacing{1'000'000, uint64_t{o_.poll_ms} * 1'000'000,
+                                capture_->ring_records() / 4},
+                     static_cast<uint64_t>(n), now - last_drain_ns_);
+    last_drain_ns_ = now;
     reconstructor_.advance(last_drain_ns_, pipeline_);
     resync_.run(reconstructor_, last_drain_ns_);
   }
@@ -350,6 +357,7 @@ class Daemon {
   uint64_t drops_ = 0, unreadable_ = 0, ambiguous_ = 0, flushes_ = 0;
   std::string last_store_error_;
   uint64_t events_ = 0, last_drain_ns_ = started_ns_;
+  uint64_t next_poll_ns_ = uint64_t{o_.poll_ms} * 1'000'000;
   uint64_t rate_since_ns_ = 0, rate_events_ = 0;
   double events_per_s_ = 0;
   ServiceNotifier notifier_;

@@ -21,7 +21,7 @@ struct DaemonOptions {
   std::string config = kDefaultConfigPath;
   double duration_s = 0;  // 0: until SIGTERM/SIGINT
   uint32_t pid = 0;
-  unsigned poll_ms = 10;
+  unsigned poll_ms = 50;
   double summary_s = 0;
   size_t top = 20;
   std::string db = "rssaudit.db";
