@@ -79,6 +79,8 @@ class StreamAudit : public ReconstructorSink {
   }
   // Every record that started before `now_ns` has arrived.
   void advance(uint64_t now_ns) { reconstructor_.advance(now_ns, *this); }
+  // Live only: the capture's drop counter after a drain.
+  void on_drops(uint64_t total) { reconstructor_.on_drops(total); }
   // Live only: baselines from /proc for mms older than the capture.
   void resync(MmResync& resync, uint64_t now_ns) {
     resync.run(reconstructor_, now_ns);
@@ -356,6 +358,7 @@ void whatif_live(const WhatifOptions& o) {
       ++s.events;
       audit.on_event(e);
     });
+    audit.on_drops(r.capture->drops());
     audit.advance(now);
     audit.resync(resync, now);
   };

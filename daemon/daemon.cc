@@ -118,11 +118,7 @@ class Daemon {
     const int n = capture_->poll(
         [this](const rss_event& e) { reconstructor_.on_event(e, pipeline_); });
     if (n > 0) events_ += static_cast<uint64_t>(n);
-    // A drop no record was flagged for still voids what is known.
-    if (const uint64_t d = capture_->drops(); d != drops_seen_) {
-      drops_seen_ = d;
-      reconstructor_.on_loss();
-    }
+    reconstructor_.on_drops(capture_->drops());
     const uint64_t now = monotonic_ns();
     next_poll_ns_ =
         next_poll_ns(PollPacing{1'000'000, uint64_t{o_.poll_ms} * 1'000'000,
@@ -353,7 +349,6 @@ class Daemon {
   HistoryRecorder recorder_;
   MmResync resync_{
       MmResyncOptions{.page_size = uint64_t(sysconf(_SC_PAGESIZE))}};
-  uint64_t drops_seen_ = 0;
   uint64_t drops_ = 0, unreadable_ = 0, ambiguous_ = 0, flushes_ = 0;
   std::string last_store_error_;
   uint64_t events_ = 0, last_drain_ns_ = started_ns_;

@@ -85,7 +85,10 @@ void DeltaReconstructor::note_running(MmState& st, const rss_event& e) {
 
 void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   ++stats_.events;
-  if (e.flags & RSS_EVF_AFTER_LOSS) on_loss();
+  if (e.flags & RSS_EVF_AFTER_LOSS) {
+    on_loss();
+    flagged_loss_ = true;
+  }
   // Capped at the grace period: one odd record must not make every later
   // overlap scan walk the whole queue.
   if (e.span_ns > max_span_ns_)
@@ -389,6 +392,12 @@ void DeltaReconstructor::on_loss() {
     p.baseline_members = (1u << kMembers) - 1;
     p.baseline.fill(std::nullopt);
   }
+}
+
+void DeltaReconstructor::on_drops(uint64_t total) {
+  if (total != drops_seen_ && !flagged_loss_) on_loss();
+  drops_seen_ = total;
+  flagged_loss_ = false;
 }
 
 // Flags `fold` and every held-back fold of the same counter on another CPU

@@ -166,8 +166,14 @@ class DeltaReconstructor {
                                                  size_t max) const;
   // Records were lost here: nothing about any mm is known any more (which
   // mm lost an update is unknown). Records flagged RSS_EVF_AFTER_LOSS call
-  // it; the daemon also calls it when the drop counter rose without one.
+  // it, and on_drops() when no such record says where the loss was.
   void on_loss();
+  // After a drain: the capture's drop counter is `total`. A rise with no
+  // record flagged since the previous call is a loss whose flagged record
+  // has not arrived yet: on_loss() now. A rise whose flagged record came
+  // in the drain was placed by it already; voiding again would throw away
+  // what the records after it re-established.
+  void on_drops(uint64_t total);
 
   const ReconstructorStats& stats() const { return stats_; }
   size_t live_mms() const { return mms_.size(); }
@@ -291,7 +297,9 @@ class DeltaReconstructor {
   std::vector<Pending> pending_;
   size_t head_ = 0;
   size_t size_ = 0;
-  uint64_t pushed_ = 0;  // events ever pushed: the next one's seq
+  uint64_t pushed_ = 0;        // events ever pushed: the next one's seq
+  uint64_t drops_seen_ = 0;    // the drop counter at the last on_drops()
+  bool flagged_loss_ = false;  // a record flagged after a loss since then
 };
 
 }  // namespace rssaudit

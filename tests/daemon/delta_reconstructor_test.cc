@@ -601,5 +601,56 @@ TEST(DeltaReconstructor, ALossVoidsWhatWasKnown) {
   EXPECT_EQ(u[1].info.fidelity, Fidelity::kNoBaseline);
 }
 
+// The drop counter rose in the drain that brought the loss's flagged record:
+// the record placed the loss already, and what the records after it
+// re-established stays known.
+TEST(DeltaReconstructor, ADropWhoseFlaggedRecordCameIsNotALossAgain) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  r.on_drops(0);
+  kernel.add(0, kAnonPages, 1, t + 1000);  // lost
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 2000, 100,
+                        RSS_EVF_OWNER | RSS_EVF_AFTER_LOSS),
+             sink);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 3000, 100, RSS_EVF_OWNER), sink);
+  r.on_drops(1);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 4000, 100, RSS_EVF_OWNER), sink);
+  r.flush(sink);
+  EXPECT_EQ(r.stats().losses, 1u);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[2].update.delta, 1);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[3].update.delta, 1);
+}
+
+// A rise of the drop counter with no flagged record yet is a loss now:
+// the next update has no baseline. An unchanged counter is no loss.
+TEST(DeltaReconstructor, ADropWithoutAFlaggedRecordIsALoss) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  r.on_drops(0);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 1000, 100, RSS_EVF_OWNER), sink);
+  r.on_drops(0);
+  EXPECT_EQ(r.stats().losses, 0u);
+  kernel.add(0, kAnonPages, 1, t + 2000);  // lost, its flag not seen yet
+  r.on_drops(1);
+  EXPECT_EQ(r.stats().losses, 1u);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 3000, 100, RSS_EVF_OWNER), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kNoBaseline);
+}
+
 }  // namespace
 }  // namespace rssaudit
