@@ -53,6 +53,9 @@ RSSAUDIT_SHARED __u64 target_mm RSSAUDIT_ZERO;
  * stream. Taken before reserving: the flagged record is then always after
  * the failure. One load per record when nothing was lost. */
 RSSAUDIT_SHARED __u32 loss_pending RSSAUDIT_ZERO;
+/* Counts exit_mmap calls: an mm address seen before one may be another mm
+ * after it (see needs_time() in rss_stat.bpf.c). */
+RSSAUDIT_SHARED __u64 mm_epoch RSSAUDIT_ZERO;
 
 static __always_inline void count_drop(void) {
   __u32 zero = 0;

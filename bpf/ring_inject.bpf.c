@@ -40,8 +40,9 @@ static long inject_one(__u32 i, struct inject_args* a) {
     e->flags |= RSS_EVF_AFTER_LOSS;
     a->lost = 0;
   }
-  /* Live time, so the daemon's grace and resync clocks apply as usual. */
-  e->start_ns = bpf_ktime_get_ns();
+  /* Live time, so the daemon's grace and resync clocks apply as usual;
+   * an untimed update stays untimed. */
+  if (rec->start_ns) e->start_ns = bpf_ktime_get_ns();
   bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
   a->written += 1;
   return 0;

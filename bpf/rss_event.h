@@ -39,7 +39,11 @@ struct rss_event {
   __s64 aux;      /* UPDATE: rss_stat[member].count after the update;
                      NEW_TASK: clone flags; EXEC: 0 (older versions'
                      recordings hold the task's previous mm: honoured) */
-  __u64 start_ns; /* bpf_ktime_get_ns() on entry, just after the add */
+  __u64 start_ns; /* bpf_ktime_get_ns() before `aux` and `slot` are
+                     read, just after the add; UPDATE: 0 (untimed) when
+                     the slot is non-zero and `count` is what this CPU's
+                     previous record of the mm showed (no time needed,
+                     rss_stat.bpf.c) */
   __u32 tid;
   __u32 tgid;
   __s32 slot;    /* UPDATE: this CPU's slot of the counter after the add */

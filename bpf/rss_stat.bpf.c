@@ -16,6 +16,11 @@ struct cpu_state {
   __u64 offset;  /* __per_cpu_offset[this CPU] */
   __u64 scratch; /* launders pointers into plain numbers */
   __u64 ready;
+  /* The mm of this CPU's latest record, mm_epoch then, and the `count` of
+   * each member its records last showed (see needs_time()). */
+  __u64 seen_mm;
+  __u64 seen_epoch;
+  __s64 seen_count[4];
 };
 
 struct {
@@ -33,13 +38,12 @@ static __always_inline __u64 launder(struct cpu_state* cs, const void* p) {
   return *(volatile __u64*)&cs->scratch;
 }
 
-/* The per-CPU offset of `cpu`, learned once per CPU and cached: the element
- * pointer bpf_map_lookup_percpu_elem() returns for `cpu`, minus the raw
- * per-CPU pointer the array keeps right after its struct bpf_array. */
-static __always_inline int slot_offset(__u32 cpu, __u64* offset) {
+/* The per-CPU offset of `cpu`, learned once per CPU and cached in `cs`: the
+ * element pointer bpf_map_lookup_percpu_elem() returns for `cpu`, minus the
+ * raw per-CPU pointer the array keeps right after its struct bpf_array. */
+static __always_inline int slot_offset(struct cpu_state* cs, __u32 cpu,
+                                       __u64* offset) {
   __u32 zero = 0;
-  struct cpu_state* cs = bpf_map_lookup_elem(&cpu_states, &zero);
-  if (!cs) return -1;
   if (cs->ready) {
     *offset = cs->offset;
     return 0;
@@ -107,9 +111,34 @@ static __always_inline __u16 faults_so_far(struct task_struct* cur,
   return (__u16)(cur->min_flt + cur->maj_flt + in_fault);
 }
 
+/* Whether the update must carry its time. The daemon orders two updates by
+ * their windows only when one left its slot at zero (a fold, or a return to
+ * zero), and it needs the time of the first record whose `count` shows
+ * another CPU's fold not yet in the stream: a `count` that this CPU's
+ * previous record of the mm did not show. Any other update's delta is
+ * exact from its slot, and a clock read costs ~86 ns here (bpf_stats), a
+ * third of the program. An exit_mmap anywhere (mm_epoch) voids what every
+ * CPU saw: the address may come back as another mm. */
+static __always_inline bool needs_time(struct cpu_state* cs, __u64 mm,
+                                       int member, __s32 slot, __s64 count) {
+  return slot == 0 || cs->seen_mm != mm || cs->seen_epoch != mm_epoch ||
+         cs->seen_count[member & 3] != count;
+}
+
+/* What this CPU's records of `mm` have shown of `member` so far. */
+static __always_inline void note_seen(struct cpu_state* cs, __u64 mm,
+                                      int member, __s64 count) {
+  if (cs->seen_mm != mm || cs->seen_epoch != mm_epoch) {
+    cs->seen_mm = mm;
+    cs->seen_epoch = mm_epoch;
+    /* No count is this far below zero: none matches until written. */
+    for (int m = 0; m < 4; ++m) cs->seen_count[m] = -(1LL << 62);
+  }
+  cs->seen_count[member & 3] = count;
+}
+
 SEC("tp_btf/rss_stat")
 int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
-  __u64 start_ns = bpf_ktime_get_ns();
   /* Before f1a7941243c1 the counters are plain atomics: user space refuses
    * such a kernel, and this keeps the program from mis-reading one. */
   if (bpf_core_field_exists(((struct mm_struct___pre62*)0)->rss_stat.count))
@@ -124,9 +153,20 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   bool owner = cur->mm == mm;
   if (!mm_wanted((__u64)mm, tgid, owner)) return 0;
 
-  __u32 cpu = bpf_get_smp_processor_id();
+  __u32 zero = 0;
+  struct cpu_state* cs = bpf_map_lookup_elem(&cpu_states, &zero);
+  if (!cs) return 0;
   __u64 offset;
-  if (slot_offset(cpu, &offset)) return 0;
+  if (slot_offset(cs, bpf_get_smp_processor_id(), &offset)) return 0;
+  /* Only this CPU writes its slot, and this program runs with preemption
+   * off: the slot read here is the one right after the add. */
+  __s32 slot = read_slot(pc, offset);
+  __s64 count = pc->count;
+  /* 0: untimed (rss_event.h). The add came before this program ran; a
+   * window that starts here is later by the program's first steps, well
+   * within the slack the daemon allows between an add and its record. */
+  __u64 start_ns =
+      needs_time(cs, (__u64)mm, member, slot, count) ? bpf_ktime_get_ns() : 0;
 
   __u8 flags = 0;
   __u16 faults = 0;
@@ -148,15 +188,20 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   if (!e) return 0;
   e->member = member;
   e->faults = faults;
-  e->aux = pc->count;
-  __s32 slot = read_slot(pc, offset);
+  __s64 after = pc->count;
+  e->aux = after;
   e->slot = slot;
-  /* Only an update that left its slot at zero (a fold, or a return to zero)
-   * needs the end of its window: which of two such updates on different
-   * CPUs moved `count` first is told from the windows. Any other update's
-   * delta is exact from its slot alone, and a second clock read costs ~65 ns
-   * here (bpf_stats), a fifth of the program. */
-  if (slot == 0) e->span_ns = bpf_ktime_get_ns() - start_ns;
+  if (!start_ns && after != count) {
+    /* Another CPU's fold landed since the first read: this record may be
+     * the first to show it, so it is timed, after the read (an upper bound
+     * of that fold's add, which is what the daemon takes from it). */
+    e->start_ns = bpf_ktime_get_ns();
+  } else if (slot == 0) {
+    /* Which of two folds on different CPUs moved `count` first is told
+     * from their windows: a fold's ends where `count` was read. */
+    e->span_ns = bpf_ktime_get_ns() - start_ns;
+  }
+  note_seen(cs, (__u64)mm, member, after);
   event_submit(e);
   return 0;
 }

@@ -78,6 +78,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
  * and its address may be reused by the next mm. */
 SEC("tp_btf/exit_mmap")
 int BPF_PROG(on_exit_mmap, struct mm_struct* mm) {
+  __sync_fetch_and_add(&mm_epoch, 1);
   __u64 start_ns = bpf_ktime_get_ns();
   __u64 id = bpf_get_current_pid_tgid();
   if (!mm_wanted((__u64)mm, id >> 32, false)) return 0;

@@ -36,7 +36,9 @@
 //           format 1 when a file without them means the same thing: old
 //           files hold RSS_EVF_AFTER_LOSS = 0, and their recorders had no
 //           way to mark a loss in the stream. Likewise span_ns: newer
-//           recorders leave it 0 on an update whose slot is non-zero.
+//           recorders leave it 0 on an update whose slot is non-zero,
+//           and start_ns 0 (untimed) on such an update whose `count` is
+//           the one its CPU's previous record of the mm showed.
 //
 // There is no trailer: a file that ends exactly after its header or after a
 // block is complete. A file cut inside the header or a block is reported as

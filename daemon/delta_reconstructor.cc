@@ -7,16 +7,48 @@
 #include <utility>
 
 namespace rssaudit {
-namespace {
-
-uint64_t end_ns(const rss_event& e) { return e.start_ns + e.span_ns; }
-
-}  // namespace
 
 DeltaReconstructor::DeltaReconstructor(const ReconstructorOptions& options)
     : options_(options), cpu_mm_(options.nr_cpus), pending_(1024) {}
 
 DeltaReconstructor::~DeltaReconstructor() = default;
+
+// An update the capture did not time (rss_event.h) happened before the
+// latest time the stream has shown and after untimed_floor(); emission and
+// the models take the former, checks that need its earliest moment the
+// latter, quietness its arrival (quiet_since()).
+uint64_t DeltaReconstructor::start_of(const rss_event& e) const {
+  return e.start_ns ? e.start_ns : watermark_ns_;
+}
+
+uint64_t DeltaReconstructor::end_of(const rss_event& e) const {
+  return e.start_ns ? e.start_ns + e.span_ns : watermark_ns_;
+}
+
+uint64_t DeltaReconstructor::earliest_of(const rss_event& e) const {
+  return e.start_ns ? e.start_ns : untimed_floor();
+}
+
+// A record that was not in the ring when the previous drain read it was
+// reserved after that read, or was being written then (programs take less
+// than grace_ns); its add came at most the slack before. The read came
+// before the drain's advance().
+uint64_t DeltaReconstructor::untimed_floor() const {
+  const uint64_t margin = 2 * options_.grace_ns + kLateSlackNs;
+  return last_advance_ns_ > margin ? last_advance_ns_ - margin : 1;
+}
+
+// The latest a record of `st` may have been: an untimed one arrived before
+// the advance() after the one that preceded it.
+uint64_t DeltaReconstructor::quiet_since(const MmState& st) const {
+  if (!st.untimed) return st.last_end_ns;
+  uint64_t bound = prev_advance_ns_;
+  if (st.untimed_after_ns >= last_advance_ns_)
+    bound = UINT64_MAX / 4;  // no advance() since: not quiet
+  else if (st.untimed_after_ns >= prev_advance_ns_)
+    bound = last_advance_ns_;
+  return std::max(st.last_end_ns, bound);
+}
 
 DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
                                                       MmState& mm,
@@ -65,7 +97,7 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
 
 void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
                                    const rss_event& e) {
-  Pending& p = push(Pending::Type::kLife, mm, end_ns(e));
+  Pending& p = push(Pending::Type::kLife, mm, end_of(e));
   p.life = LifeEvent{kind, e.tid, e.cpu};
 }
 
@@ -145,7 +177,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
         const auto o = owned_.find(owner);
         if (o != owned_.end() && o->second == e.mm) owned_.erase(o);
       }
-      Pending& p = push(Pending::Type::kDestroyed, *it->second, end_ns(e));
+      Pending& p = push(Pending::Type::kDestroyed, *it->second, end_of(e));
       p.dead = std::move(it->second);
       if (last_mm_ == p.dead.get()) last_mm_ = nullptr;
       mms_.erase(it);
@@ -162,9 +194,15 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
 
 void DeltaReconstructor::on_update(const rss_event& e) {
   ++stats_.updates;
-  MmState& st = mm_state(e.mm, e.flags & RSS_EVF_CREATING, e.start_ns);
-  check_resync(st, e.start_ns);
-  st.last_end_ns = std::max(st.last_end_ns, end_ns(e));
+  const uint64_t start = start_of(e), end = end_of(e);
+  MmState& st = mm_state(e.mm, e.flags & RSS_EVF_CREATING, start);
+  check_resync(st, earliest_of(e));
+  if (e.start_ns) {
+    st.last_end_ns = std::max(st.last_end_ns, end);
+  } else {
+    st.untimed = true;
+    st.untimed_after_ns = last_advance_ns_;
+  }
   if ((e.flags & RSS_EVF_OWNER) && !st.owner_tgid) {
     // The first owner's process shows this mm in /proc/PID/status until
     // it execs or exits (a vfork child updating it comes later).
@@ -175,15 +213,15 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   const int m = e.member;
   SlotState& slot = st.slots.at(e.cpu)[m];
 
-  Pending& p = push(Pending::Type::kUpdate, st, end_ns(e));
-  p.update.time_ns = e.start_ns;
+  Pending& p = push(Pending::Type::kUpdate, st, end);
+  p.update.time_ns = start;
   p.update.task = e.tid;
   p.update.cpu = e.cpu;
   p.update.member = static_cast<uint8_t>(m);
   const bool in_fault = e.flags & RSS_EVF_IN_FAULT;
   p.update.flags = ((e.flags & RSS_EVF_OWNER) ? kUpdateByOwner : 0) |
                    (in_fault ? kUpdateInFault : 0);
-  p.info.end_ns = end_ns(e);
+  p.info.end_ns = end;
   p.info.kernel_count = e.aux;
   p.info.kernel_slot = e.slot;
   p.info.tgid = e.tgid;
@@ -246,19 +284,23 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     }
     st.count[m] += moved;
     delta = moved - slot.value;
-    if (st.emitted_fold_end[m] >= e.start_ns &&
-        st.emitted_fold_cpu[m] != e.cpu) {
+    // The capture times every fold; one without a window (a malformed
+    // record) cannot be ordered against the others.
+    if (!e.start_ns) p.info.fidelity = Fidelity::kAmbiguous;
+    if (st.emitted_fold_end[m] >= start && st.emitted_fold_cpu[m] != e.cpu) {
       ++stats_.late_overlaps;
       p.info.fidelity = Fidelity::kAmbiguous;
     }
     const bool late = st.unexplained_end[m] && st.unexplained_cpu[m] != e.cpu;
-    mark_overlaps(p, late
-                         ? std::min<uint64_t>(st.unexplained_end[m], e.start_ns)
-                         : e.start_ns);
+    mark_overlaps(
+        p, late ? std::min<uint64_t>(st.unexplained_end[m], start) : start);
     if (late && e.aux == st.count[m]) st.unexplained_end[m] = 0;
   }
   if (e.aux != st.count[m] && !st.unexplained_end[m]) {
-    st.unexplained_end[m] = end_ns(e);
+    // The capture times the first record of a CPU that shows a `count` its
+    // previous one did not; were this one untimed, its earliest moment
+    // only widens the late fold's window.
+    st.unexplained_end[m] = e.start_ns ? end : earliest_of(e);
     st.unexplained_cpu[m] = e.cpu;
   }
   slot.value = e.slot;
@@ -321,7 +363,7 @@ ResyncResult DeltaReconstructor::resync(
     return reject(ResyncResult::kUnknownMm);
   MmState& st = *it->second;
   if (st.resync_pending ||
-      st.last_end_ns + max_span_ns_ + kLateSlackNs >= read_start_ns) {
+      quiet_since(st) + max_span_ns_ + kLateSlackNs >= read_start_ns) {
     st.next_resync_ns = read_end_ns + 10'000'000;
     return reject(ResyncResult::kNotQuiet);
   }
@@ -368,7 +410,7 @@ std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
   for (const auto& [addr, st] : mms_) {
     if (out.size() >= max) break;
     if (!st->owner_tgid || st->resync_pending ||
-        st->last_end_ns + quiet_ns > now_ns || st->next_resync_ns > now_ns)
+        quiet_since(*st) + quiet_ns > now_ns || st->next_resync_ns > now_ns)
       continue;
     bool all = true;
     for (int m = 0; m < kMembers; ++m) all &= st->synced[m];
@@ -430,6 +472,10 @@ void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns) {
 }
 
 void DeltaReconstructor::advance(uint64_t now_ns, ReconstructorSink& sink) {
+  if (now_ns > last_advance_ns_) {
+    prev_advance_ns_ = last_advance_ns_;
+    last_advance_ns_ = now_ns;
+  }
   if (now_ns > watermark_ns_) watermark_ns_ = now_ns;
   emit_ready(sink, false);
 }

@@ -62,7 +62,9 @@ enum class Fidelity : uint8_t {
 
 struct UpdateInfo {
   // The record's window is [update.time_ns, end]; end == time_ns when the
-  // capture took no end (an update that left its slot non-zero).
+  // capture took no end (an update that left its slot non-zero). An update
+  // the capture did not time (rss_event.h) gets the latest time the stream
+  // had shown when it came, for both.
   uint64_t end_ns = 0;
   int64_t kernel_count = 0;  // rss_stat[member].count right after the add
   int32_t kernel_slot = 0;   // this CPU's slot right after the add
@@ -194,8 +196,11 @@ class DeltaReconstructor {
   struct MmState {
     MmKey key;
     bool from_zero = false;
-    uint32_t owner_tgid = 0;      // of its first owner update (0: none yet)
-    uint64_t last_end_ns = 0;     // end of its latest record
+    uint32_t owner_tgid = 0;   // of its first owner update (0: none yet)
+    uint64_t last_end_ns = 0;  // end of its latest timed record
+    // An untimed record came (rss_event.h), after the advance() at this time.
+    bool untimed = false;
+    uint64_t untimed_after_ns = 0;
     uint64_t next_resync_ns = 0;  // back-off after a failed resync
     // Per member: the value is known (seen from zero, or resynced since the
     // last unknown delta). While known, `unknown_sum` holds the sum of what
@@ -256,6 +261,11 @@ class DeltaReconstructor {
   };
 
   MmState& mm_state(uint64_t addr, bool from_zero, uint64_t time_ns);
+  uint64_t start_of(const rss_event& e) const;
+  uint64_t end_of(const rss_event& e) const;
+  uint64_t earliest_of(const rss_event& e) const;
+  uint64_t untimed_floor() const;
+  uint64_t quiet_since(const MmState& st) const;
   void on_update(const rss_event& e);
   // A record of `st` (or of its owner's life) that started at `start_ns`:
   // cancels a pending resync whose read it may have overlapped.
@@ -279,6 +289,8 @@ class DeltaReconstructor {
   ReconstructorStats stats_;
   uint64_t next_generation_ = 1;
   uint64_t watermark_ns_ = 0;
+  // The latest two advance() times: they bound untimed records.
+  uint64_t last_advance_ns_ = 0, prev_advance_ns_ = 0;
   uint64_t max_span_ns_ = 0;  // longest record window seen
   // How far before its record another task's fold may land (measured here:
   // up to ~0.3 us; an interrupt can take longer).

@@ -98,6 +98,13 @@ class FakeKernel {
   // Every later record is by this one task, wherever it runs.
   void single_task(uint32_t tid) { single_tid_ = tid; }
   int64_t count(int member) const { return count_[member]; }
+  // What /proc/PID/status shows: `count` plus every slot.
+  int64_t precise(int member) const {
+    int64_t sum = count_[member];
+    for (size_t cpu = 0; cpu < slots_.size() / kMembers; ++cpu)
+      sum += slots_[cpu * kMembers + member];
+    return sum;
+  }
   int32_t slot(int member, uint32_t cpu) const {
     return slots_[cpu * kMembers + member];
   }
@@ -118,6 +125,13 @@ rss_event life(uint8_t kind, uint64_t mm, uint64_t start_ns, int64_t aux = 0) {
   e.tgid = 7;
   e.kind = kind;
   return e;
+}
+
+// An mm whose 45 anon updates on two CPUs came before the capture.
+FakeKernel kernel_of_an_older_mm() {
+  FakeKernel kernel(2);
+  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);
+  return kernel;
 }
 
 ReconstructorOptions two_cpus() {
@@ -499,16 +513,13 @@ TEST(DeltaReconstructor, BadRecordsAreCountedNotUsed) {
 // stream shows quiet gives the anon value, and the last unknown (CPU 1's
 // slot) then follows from it: CPU 1's first update is exact.
 TEST(DeltaReconstructor, ResyncFromPreciseValuesMakesAnOldMmExact) {
-  FakeKernel kernel(2);
-  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);  // unseen
+  FakeKernel kernel = kernel_of_an_older_mm();
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
   uint64_t t = 1'000'000;
   for (int i = 0; i < 10; ++i, t += 1000)
     r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
-  const int64_t precise = kernel.count(kAnonPages) +
-                          kernel.slot(kAnonPages, 0) +
-                          kernel.slot(kAnonPages, 1);
+  const int64_t precise = kernel.precise(kAnonPages);
   std::array<std::optional<int64_t>, kMembers> pages;
   pages[kAnonPages] = precise;
   EXPECT_EQ(r.resync(kMm, 99, pages, t + 50'000, t + 60'000),
@@ -534,16 +545,14 @@ TEST(DeltaReconstructor, ResyncFromPreciseValuesMakesAnOldMmExact) {
 }
 
 TEST(DeltaReconstructor, ARecordFromDuringTheReadCancelsTheResync) {
-  FakeKernel kernel(2);
-  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);
+  FakeKernel kernel = kernel_of_an_older_mm();
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
   uint64_t t = 1'000'000;
   r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
   std::array<std::optional<int64_t>, kMembers> pages;
   // Plausible (CPU 1's slot within the batch) but read while CPU 1 moved.
-  pages[kAnonPages] = kernel.count(kAnonPages) + kernel.slot(kAnonPages, 0) +
-                      kernel.slot(kAnonPages, 1);
+  pages[kAnonPages] = kernel.precise(kAnonPages);
   ASSERT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
             ResyncResult::kOffered);
   // Drained after the resync, but it started during the read.
@@ -556,8 +565,7 @@ TEST(DeltaReconstructor, ARecordFromDuringTheReadCancelsTheResync) {
 }
 
 TEST(DeltaReconstructor, AResyncContradictingTheStreamIsRefused) {
-  FakeKernel kernel(2);
-  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);
+  FakeKernel kernel = kernel_of_an_older_mm();
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
   uint64_t t = 1'000'000;
@@ -565,9 +573,7 @@ TEST(DeltaReconstructor, AResyncContradictingTheStreamIsRefused) {
   // so the value is known too, up to the first updates' unknown deltas.
   r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
   r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
-  const int64_t precise = kernel.count(kAnonPages) +
-                          kernel.slot(kAnonPages, 0) +
-                          kernel.slot(kAnonPages, 1);
+  const int64_t precise = kernel.precise(kAnonPages);
   std::array<std::optional<int64_t>, kMembers> pages;
   pages[kAnonPages] = precise + 1;
   EXPECT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
@@ -599,6 +605,82 @@ TEST(DeltaReconstructor, ALossVoidsWhatWasKnown) {
   const auto u = sink.updates();
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[1].info.fidelity, Fidelity::kNoBaseline);
+}
+
+// An update the capture did not time (start_ns 0: a non-zero slot, and a
+// `count` its CPU's previous record showed) is exact from its slot, takes
+// the latest time the stream showed, and waits for the stream to move on.
+TEST(DeltaReconstructor, UntimedUpdatesAreExactAndTakeTheStreamsTime) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  const uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  for (int i = 0; i < 5; ++i)
+    r.on_event(kernel.add(0, kAnonPages, 2, 0, 0), sink);
+  r.advance(t + kGrace, sink);
+  EXPECT_TRUE(sink.updates().empty());
+  r.advance(t + 100 + kGrace + 1, sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 6u);
+  for (size_t i = 1; i < u.size(); ++i) {
+    EXPECT_EQ(u[i].info.fidelity, Fidelity::kExact);
+    EXPECT_EQ(u[i].update.delta, 2);
+    EXPECT_EQ(u[i].update.time_ns, t);
+    EXPECT_EQ(u[i].info.end_ns, t);
+  }
+  EXPECT_EQ(r.stats().exact, 6u);
+}
+
+// The read of a resync came after a drain's advance(). An untimed record
+// in the next drain may have been added before the read ended: it cancels.
+// One two drains later came after the read, and the resync stands.
+TEST(DeltaReconstructor, AnUntimedRecordCancelsAResyncOnlyInTheNextDrain) {
+  for (const bool next_drain : {true, false}) {
+    FakeKernel kernel = kernel_of_an_older_mm();
+    DeltaReconstructor r(two_cpus());
+    RecordingSink sink;
+    uint64_t t = 1'000'000;
+    r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+    r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
+    const uint64_t drain = 50'000'000;
+    r.advance(drain, sink);
+    std::array<std::optional<int64_t>, kMembers> pages;
+    pages[kAnonPages] = kernel.precise(kAnonPages);
+    ASSERT_EQ(r.resync(kMm, 100, pages, drain + 10'000, drain + 20'000),
+              ResyncResult::kOffered);
+    if (!next_drain) r.advance(2 * drain, sink);
+    r.on_event(kernel.add(1, kAnonPages, 1, 0, 0), sink);
+    r.flush(sink);
+    SCOPED_TRACE(next_drain ? "next drain" : "two drains later");
+    EXPECT_EQ(r.stats().resyncs_cancelled, next_drain ? 1u : 0u);
+    EXPECT_EQ(sink.baselines.size(), next_drain ? 0u : 1u);
+    // Its delta is exact from its known slot either way.
+    EXPECT_EQ(sink.updates().back().info.fidelity, Fidelity::kExact);
+  }
+}
+
+// An untimed record is not quiet until the advance() after its drain: a
+// resync offered before that is refused.
+TEST(DeltaReconstructor, AnUntimedRecordIsQuietOnlyAfterItsDrain) {
+  FakeKernel kernel = kernel_of_an_older_mm();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1'000'000), sink);
+  r.advance(50'000'000, sink);
+  r.on_event(kernel.add(0, kAnonPages, 1, 0, 0), sink);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  pages[kAnonPages] = kernel.precise(kAnonPages);
+  EXPECT_EQ(r.resync(kMm, 100, pages, 60'000'000, 60'010'000),
+            ResyncResult::kNotQuiet);
+  EXPECT_TRUE(r.resync_candidates(200'000'000, 10'000'000, 8).empty());
+  r.advance(100'000'000, sink);
+  EXPECT_EQ(r.resync(kMm, 100, pages, 100'000'000, 100'010'000),
+            ResyncResult::kNotQuiet)
+      << "it may have come just before this drain";
+  EXPECT_EQ(r.resync_candidates(200'000'000, 10'000'000, 8).size(), 1u);
+  EXPECT_EQ(r.resync(kMm, 100, pages, 200'000'000, 200'010'000),
+            ResyncResult::kOffered);
 }
 
 // The drop counter rose in the drain that brought the loss's flagged record:

@@ -238,6 +238,19 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
       });
 
   ASSERT_NE(mm.addr, 0u);
+  // The capture times a fold, and a record whose `count` its CPU's previous
+  // record of the mm did not show; a single task's other updates carry no
+  // time. (mm addresses are reused: every record of the address counts.)
+  size_t raw_updates = 0, untimed = 0;
+  for (const rss_event& e : raw_) {
+    if (e.kind != RSS_EV_UPDATE || e.mm != mm.addr) continue;
+    ++raw_updates;
+    untimed += e.start_ns == 0;
+    if (e.slot == 0) {
+      ASSERT_NE(e.start_ns, 0u) << "a fold is timed";
+    }
+  }
+  EXPECT_GE(untimed * 10, raw_updates * 9);
   const std::vector<Seen> updates = updates_of(mm);
   UpstreamPercpu model(Topology::for_cpus(capture_->possible_cpus()));
   size_t faults_of_one_page = 0;
@@ -278,10 +291,10 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
   EXPECT_GE(zero_slots_with_an_end, faults_of_one_page / 64);
   std::printf(
       "[ info ] %zu updates of the child's mm (%zu by the child), all "
-      "exact; %zu one-page faults; %zu timed at both ends; RssAnon at rest "
-      "%lld pages\n",
+      "exact; %zu one-page faults; %zu timed at both ends, %zu of %zu "
+      "records untimed; RssAnon at rest %lld pages\n",
       updates.size(), by_child, faults_of_one_page, zero_slots_with_an_end,
-      static_cast<long long>(rss_anon_at_rest));
+      untimed, raw_updates, static_cast<long long>(rss_anon_at_rest));
 }
 
 TEST_F(CaptureTest, TwoPinnedThreadsAreExactWhereverNotFlagged) {
