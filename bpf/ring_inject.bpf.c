@@ -35,6 +35,11 @@ static long inject_one(__u32 i, struct inject_args* a) {
     return 0;
   }
   __builtin_memcpy(e, rec, sizeof(*e));
+  /* The capture's own records of live processes share the ring: an mm of
+   * the recording must not be taken for a live mm at the same address.
+   * Kernel addresses have their top bit set; none of these has. */
+  e->mm ^= 1ULL << 63;
+  if (e->kind == RSS_EV_EXEC && e->aux) e->aux ^= 1ULL << 63; /* old mm */
   /* As the capture does: the record after a loss says so. */
   if (a->lost) {
     e->flags |= RSS_EVF_AFTER_LOSS;
