@@ -198,7 +198,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     e->start_ns = bpf_ktime_get_ns();
   } else if (slot == 0) {
     /* Which of two folds on different CPUs moved `count` first is told
-     * from their windows: a fold's ends where `count` was read. */
+     * from their windows: a fold's window ends where `count` was read. */
     e->span_ns = bpf_ktime_get_ns() - start_ns;
   }
   note_seen(cs, (__u64)mm, member, after);
