@@ -119,13 +119,14 @@ uint64_t last_summary_updates(const std::string& text) {
   return last;
 }
 
+// Samples in [since, until], or -1 while the database cannot be read: the
+// daemon creates the file a moment before its schema, so a poll may find it
+// empty (every caller then fails on the count, with the daemon's log).
 int64_t samples_between(const std::string& db, int64_t since, int64_t until) {
   auto reader = StoreReader::open_read_only(db);
-  EXPECT_TRUE(reader.ok()) << reader.status.message;
   if (!reader.ok()) return -1;
   auto n = reader.value->count_samples(since, until);
-  EXPECT_TRUE(n.ok()) << n.status.message;
-  return n.value;
+  return n.ok() ? n.value : -1;
 }
 
 TEST(DaemonDisk, FullDiskIsReportedAuditingGoesOnAndWritingResumes) {
