@@ -117,20 +117,21 @@ static __always_inline __u16 faults_so_far(struct task_struct* cur,
  * another CPU's fold not yet in the stream: a `count` that this CPU's
  * previous record of the mm did not show. Any other update's delta is
  * exact from its slot, and a clock read costs ~86 ns here (bpf_stats), a
- * third of the program. An exit_mmap anywhere (mm_epoch) voids what every
- * CPU saw: the address may come back as another mm. */
-static __always_inline bool needs_time(struct cpu_state* cs, __u64 mm,
+ * third of the program. `noted`: this CPU's note is of this mm (an
+ * exit_mmap anywhere, mm_epoch, voids every note: the address may come
+ * back as another mm). */
+static __always_inline bool needs_time(struct cpu_state* cs, bool noted,
                                        int member, __s32 slot, __s64 count) {
-  return slot == 0 || cs->seen_mm != mm || cs->seen_epoch != mm_epoch ||
-         cs->seen_count[member & 3] != count;
+  return slot == 0 || !noted || cs->seen_count[member & 3] != count;
 }
 
 /* What this CPU's records of `mm` have shown of `member` so far. */
-static __always_inline void note_seen(struct cpu_state* cs, __u64 mm,
-                                      int member, __s64 count) {
-  if (cs->seen_mm != mm || cs->seen_epoch != mm_epoch) {
+static __always_inline void note_seen(struct cpu_state* cs, bool noted,
+                                      __u64 mm, __u64 epoch, int member,
+                                      __s64 count) {
+  if (!noted) {
     cs->seen_mm = mm;
-    cs->seen_epoch = mm_epoch;
+    cs->seen_epoch = epoch;
     /* No count is this far below zero: none matches until written. */
     for (int m = 0; m < 4; ++m) cs->seen_count[m] = -(1LL << 62);
   }
@@ -165,8 +166,10 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   /* 0: untimed (rss_event.h). The add came before this program ran; a
    * window that starts here is later by the program's first steps, well
    * within the slack the daemon allows between an add and its record. */
+  const __u64 epoch = mm_epoch;
+  const bool noted = cs->seen_mm == (__u64)mm && cs->seen_epoch == epoch;
   __u64 start_ns =
-      needs_time(cs, (__u64)mm, member, slot, count) ? bpf_ktime_get_ns() : 0;
+      needs_time(cs, noted, member, slot, count) ? bpf_ktime_get_ns() : 0;
 
   __u8 flags = 0;
   __u16 faults = 0;
@@ -201,7 +204,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
      * from their windows: a fold's window ends where `count` was read. */
     e->span_ns = bpf_ktime_get_ns() - start_ns;
   }
-  note_seen(cs, (__u64)mm, member, after);
+  note_seen(cs, noted, (__u64)mm, epoch, member, after);
   event_submit(e);
   return 0;
 }

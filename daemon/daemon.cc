@@ -121,9 +121,7 @@ class Daemon {
     reconstructor_.on_drops(capture_->drops());
     const uint64_t now = monotonic_ns();
     next_poll_ns_ =
-        next_poll_ns(PollPacing{1'000'000, uint64_t{o_.poll_ms} * 1'000'000,
-                                capture_->ring_records() / 4},
-                     static_cast<uint64_t>(n), now - last_drain_ns_);
+        next_poll_ns(pacing_, static_cast<uint64_t>(n), now - last_drain_ns_);
     last_drain_ns_ = now;
     reconstructor_.advance(last_drain_ns_, pipeline_);
     resync_.run(reconstructor_, last_drain_ns_);
@@ -352,7 +350,10 @@ class Daemon {
   uint64_t drops_ = 0, unreadable_ = 0, ambiguous_ = 0, flushes_ = 0;
   std::string last_store_error_;
   uint64_t events_ = 0, last_drain_ns_ = started_ns_;
-  uint64_t next_poll_ns_ = uint64_t{o_.poll_ms} * 1'000'000;
+  // poll-ms changes at the next start only: fixed for the run.
+  const PollPacing pacing_{1'000'000, uint64_t{o_.poll_ms} * 1'000'000,
+                           capture_->ring_records() / 4};
+  uint64_t next_poll_ns_ = pacing_.max_ns;
   uint64_t rate_since_ns_ = 0, rate_events_ = 0;
   double events_per_s_ = 0;
   ServiceNotifier notifier_;
