@@ -1,58 +1,75 @@
 #!/usr/bin/env bash
-# Cost of capture on a fault loop (bench/fault_loop: 64 MiB mmap, touch,
-# munmap, pinned to CPU 0; ~1 rss_stat update per page), interleaved in one
-# run: no tracer, an empty tp_btf/rss_stat program (bench/tp_floor: the
-# hook's floor, what any capture on it pays), rssauditd attached (on CPU 1),
-# and the bpftrace one-liner.
-# Prints median ns per page for each, the added ns per event and ratios, and
-# the BPF programs' own ns per event from kernel.bpf_stats_enabled, with the
-# event rate and drops of that run.
-# Usage (root): bench/capture_overhead.sh BUILD_DIR [ROUNDS]
+# Cost of capture on a fault loop (bench/fault_round.h: 64 MiB mmap, touch,
+# munmap on CPU 0; ~1 rss_stat update per page) for: an empty
+# tp_btf/rss_stat program (`floor`: the hook's dispatch, what any capture
+# on it pays), one ring-buffer record per update and nothing else (`ring`:
+# what any capture streaming every update through a BPF ring pays),
+# rssauditd's capture, and the bpftrace one-liner
+# `tracepoint:kmem:rss_stat { @ = count(); }`.
+# Each is started by its owner (bench/tp_floor, rssauditd on CPU 1,
+# bpftrace), then bench/attach_toggle takes its program over and attaches
+# it on every other ~50 ms round of the loop: the host's speed drifts by up
+# to ~30% within seconds, far more than a capture costs, so only
+# neighbouring rounds compare. attach_toggle drains a program's ring itself
+# on CPU 1 (for rssauditd: its program and ring, not its models).
+# Prints per mode the medians over ROUNDS runs of ns/page detached and
+# attached and of the added ns per update, its ratio, then the BPF
+# programs' own ns per run from kernel.bpf_stats_enabled with rssauditd
+# itself attached, and the event rate and drops of that run.
+# Usage (root): bench/capture_overhead.sh BUILD_DIR [ROUNDS [PAIRS]]
 # RSSAUDITD=path measures another daemon build; COMPARE=path adds a second
 # daemon build, interleaved with the first (before/after comparisons).
 set -euo pipefail
-build=${1:?usage: capture_overhead.sh BUILD_DIR [ROUNDS]}
-rounds=${2:-7}
-loop="$build/bench/fault_loop"
+build=${1:?usage: capture_overhead.sh BUILD_DIR [ROUNDS [PAIRS]]}
+rounds=${2:-5}
+pairs=${3:-30}
 daemon="${RSSAUDITD:-$build/daemon/rssauditd}"
-modes="none floor rssauditd${COMPARE:+ compare} bpftrace"
+modes="floor ring rssauditd${COMPARE:+ compare} bpftrace"
 mountpoint -q /sys/kernel/tracing ||
   mount -t tracefs nodev /sys/kernel/tracing
 # Other captures (a test's daemon, a tracer) tax every fault of the loop too.
 foreign=$(bpftool prog show | grep -c 'name on_rss_stat' || true)
 echo "foreign on_rss_stat programs attached: $foreign"
 
-run_with() {  # $1: one of $modes; prints ns/page
-  local pid=""
+newest_prog() {  # $1: the `bpftool prog show` text after the id
+  bpftool prog show | awk -F: -v p="$1" 'index($0, p) { id = $1 } END { print id }'
+}
+
+measure() {  # $1: one of $modes; prints attach_toggle's line
+  local pid prog
   case $1 in
+    floor|ring)
+      taskset -c 1 "$build/bench/tp_floor" "$1" & pid=$!; sleep 1
+      prog="name tp_$1 "; [ "$1" = ring ] && prog="name tp_ring_floor " ;;
     rssauditd|compare)
       local bin=$daemon
       [ "$1" = compare ] && bin=$COMPARE
-      taskset -c 1 "$bin" >/tmp/rssaudit-bench-daemon.log 2>&1 &
-      pid=$!; sleep 1 ;;
-    floor)     "$build/bench/tp_floor" &
-               pid=$!; sleep 1 ;;
-    bpftrace)  taskset -c 1 bpftrace -e \
-                 'tracepoint:kmem:rss_stat { @ = count(); }' >/dev/null 2>&1 &
-               pid=$!; sleep 3 ;;
+      taskset -c 1 "$bin" >/tmp/rssaudit-bench-daemon.log 2>&1 & pid=$!
+      sleep 1; prog="name on_rss_stat " ;;
+    bpftrace)
+      taskset -c 1 bpftrace -e 'tracepoint:kmem:rss_stat { @ = count(); }' \
+        >/dev/null 2>&1 & pid=$!
+      sleep 3; prog="tracepoint  name rss_stat " ;;
   esac
-  "$loop" 10 0
-  if [ -n "$pid" ]; then kill -INT "$pid"; wait "$pid" 2>/dev/null || true; fi
+  "$build/bench/attach_toggle" "$(newest_prog "$prog")" "$pid" "$pairs"
+  wait "$pid" 2>/dev/null || true
 }
 
-declare -A all
+declare -A detached attached added
 for ((r = 0; r < rounds; r++)); do
   for mode in $modes; do
-    all[$mode]+="$(run_with $mode) "
+    read -r _ off _ on _ _ plus _ < <(measure "$mode")
+    detached[$mode]+="$off "; attached[$mode]+="$on "; added[$mode]+="$plus "
   done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-base=$(echo "${all[none]}" | median)
 for mode in $modes; do
-  m=$(echo "${all[$mode]}" | median)
-  awk -v mode=$mode -v m="$m" -v b="$base" 'BEGIN {
-    printf "%-10s median %7.1f ns/page  added %6.1f ns/event  ratio %.2fx\n",
-           mode, m, m - b, m / b }'
+  off=$(echo "${detached[$mode]}" | median)
+  awk -v mode=$mode -v off="$off" \
+      -v on="$(echo "${attached[$mode]}" | median)" \
+      -v d="$(echo "${added[$mode]}" | median)" -v all="${added[$mode]% }" 'BEGIN {
+    printf "%-10s %7.1f -> %7.1f ns/page  added %6.1f ns/event  ratio %.2fx  [%s]\n",
+           mode, off, on, d, 1 + d / off, all }'
 done
 
 # The BPF side alone: run time per invocation of each capture program. Only
@@ -62,7 +79,7 @@ trap 'sysctl -qw kernel.bpf_stats_enabled=0' EXIT
 taskset -c 1 "$daemon" >/tmp/rssaudit-bench-daemon.log 2>&1 &
 pid=$!
 sleep 1
-ns=$("$loop" 20 0)
+ns=$("$build/bench/fault_loop" 20 0)
 bpftool prog show --json | python3 -c '
 import json, sys
 for p in json.load(sys.stdin):

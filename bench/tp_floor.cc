@@ -1,28 +1,37 @@
-// Attaches bpf/tp_floor.bpf.c, the empty tp_btf/rss_stat program, until
-// SIGINT or SIGTERM: what the fault loop pays with it attached is the floor
-// of any capture on that hook (bench/capture_overhead.sh, mode `floor`).
-// Usage (root): tp_floor
+// Loads bpf/tp_floor.bpf.c and attaches one of its programs until SIGINT or
+// SIGTERM, for bench/attach_toggle to take over (capture_overhead.sh, modes
+// `floor` and `ring`); attach_toggle also drains the ring.
+//   tp_floor        the empty program: the hook's dispatch into BPF
+//   tp_floor ring   one record per update through a ring buffer
+// Usage (root): tp_floor [ring]
+#include <bpf/libbpf.h>
 #include <fmt/core.h>
 #include <signal.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "tp_floor.skel.h"
 
-int main() {
+int main(int argc, char** argv) {
+  const bool ring = argc > 1 && std::string_view(argv[1]) == "ring";
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   sigprocmask(SIG_BLOCK, &stop, nullptr);
   tp_floor_bpf* skel = tp_floor_bpf__open_and_load();
-  if (!skel || tp_floor_bpf__attach(skel)) {
+  bpf_link* link = skel ? bpf_program__attach(ring ? skel->progs.tp_ring_floor
+                                                   : skel->progs.tp_floor)
+                        : nullptr;
+  if (!link) {
     fmt::print(stderr, "tp_floor: loading bpf/tp_floor.bpf.c: {}\n",
                std::strerror(errno));
     return 1;
   }
   int sig = 0;
   sigwait(&stop, &sig);
+  bpf_link__destroy(link);
   tp_floor_bpf__destroy(skel);
 }
