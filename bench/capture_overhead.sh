@@ -3,8 +3,9 @@
 # munmap on CPU 0; ~1 rss_stat update per page) for: an empty
 # tp_btf/rss_stat program (`floor`: the hook's dispatch, what any capture
 # on it pays), one ring-buffer record per update and nothing else (`ring`:
-# what any capture streaming every update through a BPF ring pays),
-# rssauditd's capture, and the bpftrace one-liner
+# what any capture streaming every update through a BPF ring pays), the
+# same record into per-CPU slots of an array (`pcpu`: a transport's floor,
+# not adopted), rssauditd's capture, and the bpftrace one-liner
 # `tracepoint:kmem:rss_stat { @ = count(); }`.
 # Each is started by its owner (bench/tp_floor, rssauditd on CPU 1,
 # bpftrace), then bench/attach_toggle takes its program over and attaches
@@ -24,7 +25,7 @@ build=${1:?usage: capture_overhead.sh BUILD_DIR [ROUNDS [PAIRS]]}
 rounds=${2:-5}
 pairs=${3:-30}
 daemon="${RSSAUDITD:-$build/daemon/rssauditd}"
-modes="floor ring rssauditd${COMPARE:+ compare} bpftrace"
+modes="floor ring pcpu rssauditd${COMPARE:+ compare} bpftrace"
 mountpoint -q /sys/kernel/tracing ||
   mount -t tracefs nodev /sys/kernel/tracing
 # Other captures (a test's daemon, a tracer) tax every fault of the loop too.
@@ -38,9 +39,9 @@ newest_prog() {  # $1: the `bpftool prog show` text after the id
 measure() {  # $1: one of $modes; prints attach_toggle's line
   local pid prog
   case $1 in
-    floor|ring)
+    floor|ring|pcpu)
       taskset -c 1 "$build/bench/tp_floor" "$1" & pid=$!; sleep 1
-      prog="name tp_$1 "; [ "$1" = ring ] && prog="name tp_ring_floor " ;;
+      prog="name tp_$1_floor "; [ "$1" = floor ] && prog="name tp_floor " ;;
     rssauditd|compare)
       local bin=$daemon
       [ "$1" = compare ] && bin=$COMPARE

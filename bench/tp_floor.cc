@@ -1,9 +1,10 @@
 // Loads bpf/tp_floor.bpf.c and attaches one of its programs until SIGINT or
 // SIGTERM, for bench/attach_toggle to take over (capture_overhead.sh, modes
-// `floor` and `ring`); attach_toggle also drains the ring.
+// `floor`, `ring` and `pcpu`); attach_toggle also drains the ring.
 //   tp_floor        the empty program: the hook's dispatch into BPF
 //   tp_floor ring   one record per update through a ring buffer
-// Usage (root): tp_floor [ring]
+//   tp_floor pcpu   one record per update into per-CPU array slots
+// Usage (root): tp_floor [ring|pcpu]
 #include <bpf/libbpf.h>
 #include <fmt/core.h>
 #include <signal.h>
@@ -15,16 +16,18 @@
 #include "tp_floor.skel.h"
 
 int main(int argc, char** argv) {
-  const bool ring = argc > 1 && std::string_view(argv[1]) == "ring";
+  const std::string_view mode = argc > 1 ? argv[1] : "";
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   sigprocmask(SIG_BLOCK, &stop, nullptr);
   tp_floor_bpf* skel = tp_floor_bpf__open_and_load();
-  bpf_link* link = skel ? bpf_program__attach(ring ? skel->progs.tp_ring_floor
-                                                   : skel->progs.tp_floor)
-                        : nullptr;
+  bpf_program* program = !skel            ? nullptr
+                         : mode == "ring" ? skel->progs.tp_ring_floor
+                         : mode == "pcpu" ? skel->progs.tp_pcpu_floor
+                                          : skel->progs.tp_floor;
+  bpf_link* link = program ? bpf_program__attach(program) : nullptr;
   if (!link) {
     fmt::print(stderr, "tp_floor: loading bpf/tp_floor.bpf.c: {}\n",
                std::strerror(errno));
