@@ -1,6 +1,7 @@
 // Root-only: rssauditd as systemd runs it (Type=notify, WatchdogSec=), with
 // a stand-in for the manager's notify socket: ready once capturing, status
-// lines, watchdog pings at half the timeout, stopping on SIGTERM.
+// lines, watchdog pings at half the timeout, stopping on SIGTERM; and with
+// no capability but those the unit grants.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,7 +11,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -134,6 +139,96 @@ TEST(Service, NotifiesReadyStatusWatchdogAndStopping) {
     }
     after_stopping = after_stopping || has_line(t, "STOPPING=1");
   }
+}
+
+// The unit's CapabilityBoundingSet= as setpriv's --bounding-set argument
+// ("-all,+bpf,..."), and as the CapEff mask /proc shows for it.
+struct UnitCapabilities {
+  std::string setpriv_set = "-all";
+  uint64_t mask = 0;
+  std::string error;
+};
+
+UnitCapabilities unit_capabilities(const std::string& unit_text) {
+  // The numbers of <linux/capability.h>, for the names the unit may list.
+  const std::vector<std::pair<std::string, int>> known = {
+      {"CAP_DAC_READ_SEARCH", 2},
+      {"CAP_SYS_PTRACE", 19},
+      {"CAP_NET_BIND_SERVICE", 10},
+      {"CAP_SYS_ADMIN", 21},
+      {"CAP_SYS_RESOURCE", 24},
+      {"CAP_PERFMON", 38},
+      {"CAP_BPF", 39}};
+  UnitCapabilities caps;
+  std::smatch line;
+  if (!std::regex_search(unit_text, line,
+                         std::regex("\nCapabilityBoundingSet=([^\n]*)"))) {
+    caps.error = "the unit has no CapabilityBoundingSet=";
+    return caps;
+  }
+  std::istringstream names(line[1].str());
+  for (std::string name; names >> name;) {
+    const auto it =
+        std::find_if(known.begin(), known.end(),
+                     [&](const auto& k) { return k.first == name; });
+    if (it == known.end()) {
+      caps.error = "a capability this test does not know: " + name;
+      return caps;
+    }
+    std::string lower = name.substr(4);
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    caps.setpriv_set += ",+" + lower;
+    caps.mask |= uint64_t{1} << it->second;
+  }
+  return caps;
+}
+
+// The unit runs the daemon as root with only the capabilities it lists
+// (CapabilityBoundingSet=, NoNewPrivileges=): they must be enough to load,
+// attach and audit. setpriv sets the same bounding set: root's capabilities
+// after exec are what the bounding set allows. No systemd here (it is not
+// PID 1 on the test machines), so the rest of the sandbox is not applied.
+TEST(Service, CapturesWithOnlyTheCapabilitiesTheUnitGrants) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  if (testing::run_command("command -v setpriv").exit_code != 0)
+    GTEST_SKIP() << "setpriv is not installed (Debian: util-linux)";
+  const UnitCapabilities caps =
+      unit_capabilities(testing::slurp(RSSAUDIT_UNIT));
+  ASSERT_EQ(caps.error, "") << RSSAUDIT_UNIT;
+  const std::string dir =
+      ::testing::TempDir() + "rssaudit-caps-" + std::to_string(getpid());
+  ASSERT_EQ(testing::run_command("mkdir -p " + dir).exit_code, 0);
+  std::ofstream(dir + "/rssauditd.conf") << "# all defaults\n";
+
+  // dd's 8 MiB buffer is 2 048 pages faulted in while the daemon audits.
+  const testing::CommandResult r = testing::run_command(
+      "(setpriv --bounding-set " + caps.setpriv_set +
+      " --inh-caps -all --no-new-privs " RSSAUDIT_DAEMON " --config " + dir +
+      "/rssauditd.conf --db " + dir +
+      "/rssaudit.db --socket none --top 1000 --duration 6 & "
+      "sleep 3; grep CapEff /proc/$!/status; "
+      "dd if=/dev/zero of=/dev/null bs=8M count=2 2>/dev/null; wait $!)");
+  testing::run_command("rm -rf " + dir);
+
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  char mask[17];
+  std::snprintf(mask, sizeof(mask), "%016llx",
+                static_cast<unsigned long long>(caps.mask));
+  EXPECT_NE(r.out.find(std::string("CapEff:\t") + mask), std::string::npos)
+      << "the daemon ran with only the unit's capabilities\n"
+      << r.out;
+  std::smatch dd;
+  ASSERT_TRUE(std::regex_search(
+      r.err, dd,
+      std::regex("mm tgid=\\d+ comm=dd [^\\n]*updates=(\\d+) flagged=0 "
+                 "exact_rss=\\d+ kernel_rss=\\d+")))
+      << "dd's mm audited, nothing flagged\n"
+      << r.err;
+  EXPECT_GE(std::stoi(dd[1].str()), 2048) << dd[0];
+  EXPECT_EQ(r.err.find("ermission"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not permitted"), std::string::npos) << r.err;
 }
 
 }  // namespace
