@@ -28,9 +28,11 @@ daemon="${RSSAUDITD:-$build/daemon/rssauditd}"
 modes="floor ring pcpu rssauditd${COMPARE:+ compare} bpftrace"
 mountpoint -q /sys/kernel/tracing ||
   mount -t tracefs nodev /sys/kernel/tracing
-# Other captures (a test's daemon, a tracer) tax every fault of the loop too.
-foreign=$(bpftool prog show | grep -c 'name on_rss_stat' || true)
-echo "foreign on_rss_stat programs attached: $foreign"
+# Other captures (a test's daemon, a tracer) tax every fault of the loop
+# too; a daemon that just stopped frees its programs within seconds.
+foreign() { bpftool prog show | grep -c 'name on_rss_stat' || true; }
+for ((i = 0; i < 10 && $(foreign) > 0; i++)); do sleep 1; done
+echo "foreign on_rss_stat programs attached: $(foreign)"
 
 newest_prog() {  # $1: the `bpftool prog show` text after the id
   bpftool prog show | awk -F: -v p="$1" 'index($0, p) { id = $1 } END { print id }'
@@ -64,13 +66,17 @@ for ((r = 0; r < rounds; r++)); do
   done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# "of bpftrace": the added cost as a share of the one-liner's in this run,
+# the figure that holds from one speed of the host to the next.
+bpftrace_added=$(echo "${added[bpftrace]}" | median)
 for mode in $modes; do
   off=$(echo "${detached[$mode]}" | median)
   awk -v mode=$mode -v off="$off" \
       -v on="$(echo "${attached[$mode]}" | median)" \
-      -v d="$(echo "${added[$mode]}" | median)" -v all="${added[$mode]% }" 'BEGIN {
-    printf "%-10s %7.1f -> %7.1f ns/page  added %6.1f ns/event  ratio %.2fx  [%s]\n",
-           mode, off, on, d, 1 + d / off, all }'
+      -v d="$(echo "${added[$mode]}" | median)" -v bt="$bpftrace_added" \
+      -v all="${added[$mode]% }" 'BEGIN {
+    printf "%-10s %7.1f -> %7.1f ns/page  added %6.1f ns/event  ratio %.2fx  of bpftrace %.2f  [%s]\n",
+           mode, off, on, d, 1 + d / off, d / bt, all }'
 done
 
 # The BPF side alone: run time per invocation of each capture program. Only
