@@ -185,9 +185,12 @@ UnitCapabilities unit_capabilities(const std::string& unit_text) {
 
 // The unit runs the daemon as root with only the capabilities it lists
 // (CapabilityBoundingSet=, NoNewPrivileges=): they must be enough to load,
-// attach and audit. setpriv sets the same bounding set: root's capabilities
-// after exec are what the bounding set allows. No systemd here (it is not
-// PID 1 on the test machines), so the rest of the sandbox is not applied.
+// attach and audit (a denied load or attach exits non-zero; a denied /proc
+// read of some other process mid-exec may happen under any capabilities, so
+// the log is not searched for denials). setpriv sets the same bounding set:
+// root's capabilities after exec are what the bounding set allows. No systemd
+// here (it is not PID 1 on the test machines), so the rest of the sandbox is
+// not applied.
 TEST(Service, CapturesWithOnlyTheCapabilitiesTheUnitGrants) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
   if (const auto s = probe_capture_support(); !s.missing.empty())
@@ -202,14 +205,20 @@ TEST(Service, CapturesWithOnlyTheCapabilitiesTheUnitGrants) {
   ASSERT_EQ(testing::run_command("mkdir -p " + dir).exit_code, 0);
   std::ofstream(dir + "/rssauditd.conf") << "# all defaults\n";
 
-  // dd's 8 MiB buffer is 2 048 pages faulted in while the daemon audits.
+  // dd's 8 MiB buffer is 2 048 pages faulted in once the daemon captures;
+  // SIGINT then stops it (after a last drain), and its log follows.
+  const std::string log = dir + "/log";
   const testing::CommandResult r = testing::run_command(
       "(setpriv --bounding-set " + caps.setpriv_set +
       " --inh-caps -all --no-new-privs " RSSAUDIT_DAEMON " --config " + dir +
       "/rssauditd.conf --db " + dir +
-      "/rssaudit.db --socket none --top 1000 --duration 6 & "
-      "sleep 3; grep CapEff /proc/$!/status; "
-      "dd if=/dev/zero of=/dev/null bs=8M count=2 2>/dev/null; wait $!)");
+      "/rssaudit.db --socket none --top 1000 2>" + log +
+      " & for i in $(seq 200); do grep -q capturing " + log +
+      " && break; kill -0 $! 2>/dev/null || break; sleep 0.1; done; "
+      "grep CapEff /proc/$!/status; "
+      "dd if=/dev/zero of=/dev/null bs=8M count=2 2>/dev/null; sleep 1; "
+      "kill -INT $!; wait $!; status=$?; cat " +
+      log + " >&2; exit $status)");
   testing::run_command("rm -rf " + dir);
 
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -227,8 +236,6 @@ TEST(Service, CapturesWithOnlyTheCapabilitiesTheUnitGrants) {
       << "dd's mm audited, nothing flagged\n"
       << r.err;
   EXPECT_GE(std::stoi(dd[1].str()), 2048) << dd[0];
-  EXPECT_EQ(r.err.find("ermission"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("not permitted"), std::string::npos) << r.err;
 }
 
 }  // namespace
