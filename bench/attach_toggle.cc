@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "fault_round.h"
+#include "pin_to_cpu.h"
 
 namespace {
 

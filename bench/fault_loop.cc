@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fault_round.h"
+#include "pin_to_cpu.h"
 
 int main(int argc, char** argv) {
   using namespace rssaudit::bench;

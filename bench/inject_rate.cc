@@ -11,7 +11,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fmt/core.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include "bpf/inject_args.h"
 #include "core/record_format.h"
 #include "daemon/sampler.h"
+#include "pin_to_cpu.h"
 #include "ring_inject.skel.h"
 
 namespace {
@@ -69,9 +69,10 @@ std::optional<int> daemon_ring_fd(std::string& error) {
   }
   if (programs != 1) {
     error = programs == 0 ? "no on_rss_stat program loaded: start rssauditd"
-                          : fmt::format("{} on_rss_stat programs loaded: run "
-                                        "one rssauditd only",
-                                        programs);
+                          : fmt::format(
+                                "{} on_rss_stat programs loaded: run "
+                                "one rssauditd only",
+                                programs);
     return std::nullopt;
   }
   if (!ring) error = "the on_rss_stat program has no ring buffer";
@@ -132,10 +133,7 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i < events.size(); ++i)
     bpf_map_update_elem(records_fd, &i, &events[i], BPF_ANY);
 
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
+  bench::pin_to_cpu(cpu);
 
   constexpr uint64_t kStepNs = 1'000'000;
   const uint64_t per_step = rate * kStepNs / 1'000'000'000;
@@ -149,8 +147,7 @@ int main(int argc, char** argv) {
   for (uint64_t s = 0; s < steps; ++s) {
     const uint64_t due = t0 + s * kStepNs;
     if (monotonic_ns() < due) {
-      const timespec ts{time_t(due / 1'000'000'000),
-                        long(due % 1'000'000'000)};
+      const timespec ts{time_t(due / 1'000'000'000), long(due % 1'000'000'000)};
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
     } else if (s > 0) {
       ++late_steps;
@@ -168,10 +165,10 @@ int main(int argc, char** argv) {
     args.first = static_cast<uint32_t>((args.first + per_step) % args.total);
   }
   const double elapsed = (monotonic_ns() - t0) / 1e9;
-  fmt::print("target {:.2f} M records/s for {:.1f} s; reached {:.2f} M/s "
-             "({} written, {} steps late)\n",
-             rate / 1e6, seconds, written / elapsed / 1e6, written,
-             late_steps);
+  fmt::print(
+      "target {:.2f} M records/s for {:.1f} s; reached {:.2f} M/s "
+      "({} written, {} steps late)\n",
+      rate / 1e6, seconds, written / elapsed / 1e6, written, late_steps);
   fmt::print("refused by the full ring buffer (drops): {}\n", full);
   if (daemon_pid) {
     // Let the daemon drain what is left before reading its CPU time.
