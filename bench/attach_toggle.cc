@@ -2,8 +2,9 @@
 // round. The program (by id) is taken from its owner (rssauditd, tp_floor,
 // bpftrace), which is stopped with SIGINT once this tool holds it; the tool
 // then attaches it for every other round of fault_round.h's workload
-// (pinned to CPU 0), and drains a ring buffer it writes, every 10 ms on
-// CPU 1, reading each record once as a consumer would. Each attached round
+// (pinned to CPU 0), and drains the records it writes (a ring buffer or
+// rssauditd's streams), every 10 ms on CPU 1, reading each record once as
+// a consumer would. Each attached round
 // is compared with the detached rounds on either side of it: on this
 // shared host the speed drifts by up to ~30% within seconds, so only rounds
 // ~50 ms apart see the same machine.
@@ -32,8 +33,10 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/stream_reader.h"
 #include "fault_round.h"
 #include "pin_to_cpu.h"
+#include "program_maps.h"
 
 namespace {
 
@@ -114,34 +117,33 @@ class Attachment {
   std::vector<int> fds_;
 };
 
-// Drains the ring buffers among the program's maps, every 10 ms on CPU 1,
-// while it lives.
-class RingDrain {
+// Drains what the program writes, every 10 ms on CPU 1, while it lives:
+// its BPF ring buffers, or rssauditd's per-CPU streams (the `slots` and
+// `positions` maps) through the daemon's own StreamReader.
+class Drain {
  public:
-  explicit RingDrain(int prog_fd) {
-    uint32_t map_ids[16];
-    bpf_prog_info info{};
-    info.nr_map_ids = 16;
-    info.map_ids = reinterpret_cast<uint64_t>(map_ids);
-    uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
-      fail("reading the program's maps");
-    for (uint32_t i = 0; i < std::min(info.nr_map_ids, 16u); ++i) {
-      const int fd = bpf_map_get_fd_by_id(map_ids[i]);
-      bpf_map_info map{};
-      uint32_t map_len = sizeof(map);
-      if (fd < 0 || bpf_obj_get_info_by_fd(fd, &map, &map_len) != 0)
-        fail("reading one of the program's maps");
-      if (map.type != BPF_MAP_TYPE_RINGBUF) continue;
+  explicit Drain(int prog_fd) {
+    auto maps = rssaudit::bench::maps_of_program(prog_fd);
+    if (maps.count("slots") && maps.count("positions")) {
+      const auto& slots = maps["slots"];
+      const auto& positions = maps["positions"];
+      std::string error;
+      streams_ = rssaudit::StreamReader::map(
+          slots.fd, positions.fd, positions.info.max_entries,
+          slots.info.max_entries / positions.info.max_entries, error);
+      if (!streams_) fail(error);
+    }
+    for (const auto& [name, map] : maps) {
+      if (map.info.type != BPF_MAP_TYPE_RINGBUF) continue;
       if (!rings_)
-        rings_ = ring_buffer__new(fd, read_record, this, nullptr);
-      else if (ring_buffer__add(rings_, fd, read_record, this) != 0)
+        rings_ = ring_buffer__new(map.fd, read_record, this, nullptr);
+      else if (ring_buffer__add(rings_, map.fd, read_record, this) != 0)
         fail("opening the program's ring buffers");
       if (!rings_) fail("opening the program's ring buffer");
     }
-    if (rings_) thread_ = std::thread([this] { run(); });
+    if (rings_ || streams_) thread_ = std::thread([this] { run(); });
   }
-  ~RingDrain() {
+  ~Drain() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
     ring_buffer__free(rings_);
@@ -152,18 +154,23 @@ class RingDrain {
     auto* bytes = static_cast<const unsigned char*>(data);
     unsigned sum = 0;
     for (size_t i = 0; i < size; ++i) sum += bytes[i];
-    static_cast<RingDrain*>(self)->sink_ += sum;
+    static_cast<Drain*>(self)->sink_ += sum;
     return 0;
   }
   void run() {
     pin_to_cpu(1);
     while (!stop_) {
-      ring_buffer__consume(rings_);
+      if (rings_) ring_buffer__consume(rings_);
+      if (streams_)
+        streams_->consume(SIZE_MAX, [this](const rss_event& e) {
+          read_record(this, const_cast<rss_event*>(&e), sizeof(e));
+        });
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
 
   ring_buffer* rings_ = nullptr;
+  std::unique_ptr<rssaudit::StreamReader> streams_;
   std::atomic<bool> stop_{false};
   unsigned sink_ = 0;
   std::thread thread_;
@@ -187,7 +194,7 @@ int main(int argc, char** argv) {
   if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
     fail(fmt::format("program id {}", prog_id));
   stop_owner(owner);
-  const RingDrain drain(prog_fd);
+  const Drain drain(prog_fd);
   if (!pin_to_cpu(0)) fail("pinning to CPU 0");
 
   Attachment attachment(prog_fd, info.type == BPF_PROG_TYPE_TRACEPOINT);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How many records per second rssauditd's consumer takes without a drop:
 # rssauditd on CPU 1, bench/inject_rate replaying a recording into its own
-# ring buffer from CPU 0 at each rate, SECONDS each. Prints, per rate, the
+# streams from CPU 0 at each rate, SECONDS each. Prints, per rate, the
 # rate reached, the drops, rssauditd's CPU ns per record and its summary.
 # Usage (root): bench/consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]
 # (make RECORDING with `rssaudit record`, as for bench/replay_cost).

@@ -1,10 +1,10 @@
-// Drives a running rssauditd's consumer through its own kernel ring buffer
-// at a chosen rate: a BPF program (bpf/ring_inject.bpf.c) run with
-// BPF_PROG_TEST_RUN writes the records of a recording into the ring buffer
-// the daemon's on_rss_stat program writes, in 1 ms steps, from one pinned
-// CPU. No workload on a 2-CPU machine makes 1 M updates/s (a page fault
-// costs ~3.5 us here); this shows whether the consumer and the ring keep up.
-// Prints the rate reached, the records the ring buffer refused (drops) and,
+// Drives a running rssauditd's consumer through its own streams at a chosen
+// rate: a BPF program (bpf/stream_inject.bpf.c) run with
+// BPF_PROG_TEST_RUN writes the records of a recording into the stream of
+// its CPU, as the daemon's on_rss_stat program does, in 1 ms steps, from one
+// pinned CPU. No workload on a 2-CPU machine makes 1 M updates/s (a page fault
+// costs ~3.5 us here); this shows whether the consumer and the streams keep
+// up. Prints the rate reached, the records refused (drops) and,
 // given the daemon's pid, its CPU time per record.
 // Usage (root, one rssauditd running):
 //   inject_rate FILE [RATE_PER_S] [SECONDS] [CPU] [DAEMON_PID]
@@ -20,7 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,42 +28,26 @@
 #include "core/record_format.h"
 #include "daemon/sampler.h"
 #include "pin_to_cpu.h"
-#include "ring_inject.skel.h"
+#include "program_maps.h"
+#include "stream_inject.skel.h"
 
 namespace {
 
-// The fd of the ring buffer the only loaded on_rss_stat program writes: the
-// running rssauditd's. Empty, with a message, when there is none or several.
-std::optional<int> daemon_ring_fd(std::string& error) {
-  std::optional<int> ring;
+// The maps of the only loaded on_rss_stat program: the running rssauditd's.
+// Empty, with a message, when there is none or several.
+std::map<std::string, rssaudit::bench::ProgramMap> daemon_maps(
+    std::string& error) {
+  std::map<std::string, rssaudit::bench::ProgramMap> maps;
   int programs = 0;
   for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
     const int fd = bpf_prog_get_fd_by_id(id);
     if (fd < 0) continue;
     bpf_prog_info info{};
     uint32_t len = sizeof(info);
-    uint32_t map_ids[16];
     if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
         std::strcmp(info.name, "on_rss_stat") == 0) {
       ++programs;
-      const uint32_t n = std::min<uint32_t>(info.nr_map_ids, 16);
-      info = bpf_prog_info{};
-      info.nr_map_ids = n;
-      info.map_ids = reinterpret_cast<uint64_t>(map_ids);
-      len = sizeof(info);
-      if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
-        for (uint32_t i = 0; i < n; ++i) {
-          const int map = bpf_map_get_fd_by_id(map_ids[i]);
-          bpf_map_info minfo{};
-          uint32_t mlen = sizeof(minfo);
-          if (map >= 0 && bpf_obj_get_info_by_fd(map, &minfo, &mlen) == 0 &&
-              minfo.type == BPF_MAP_TYPE_RINGBUF) {
-            ring = map;
-            break;
-          }
-          if (map >= 0) close(map);
-        }
-      }
+      maps = rssaudit::bench::maps_of_program(fd);
     }
     close(fd);
   }
@@ -73,10 +57,12 @@ std::optional<int> daemon_ring_fd(std::string& error) {
                                 "{} on_rss_stat programs loaded: run "
                                 "one rssauditd only",
                                 programs);
-    return std::nullopt;
+    maps.clear();
   }
-  if (!ring) error = "the on_rss_stat program has no ring buffer";
-  return ring;
+  for (const char* name : {"slots", "positions", "sequence", "drops"})
+    if (error.empty() && !maps.count(name))
+      error = fmt::format("the on_rss_stat program has no map `{}`", name);
+  return maps;
 }
 
 uint64_t cpu_ns_of(int pid) {  // /proc/PID/schedstat: time on CPU, ns
@@ -116,16 +102,23 @@ int main(int argc, char** argv) {
   }
 
   std::string error;
-  const std::optional<int> ring = daemon_ring_fd(error);
-  if (!ring) {
+  auto maps = daemon_maps(error);
+  if (!error.empty()) {
     fmt::print(stderr, "inject_rate: {}\n", error);
     return 1;
   }
-  ring_inject_bpf* skel = ring_inject_bpf__open();
-  if (!skel || bpf_map__reuse_fd(skel->maps.events, *ring) ||
+  stream_inject_bpf* skel = stream_inject_bpf__open();
+  if (skel) {
+    skel->rodata->slots_per_cpu =
+        maps["slots"].info.max_entries / maps["positions"].info.max_entries;
+  }
+  if (!skel || bpf_map__reuse_fd(skel->maps.slots, maps["slots"].fd) ||
+      bpf_map__reuse_fd(skel->maps.positions, maps["positions"].fd) ||
+      bpf_map__reuse_fd(skel->maps.sequence, maps["sequence"].fd) ||
+      bpf_map__reuse_fd(skel->maps.drops, maps["drops"].fd) ||
       bpf_map__set_max_entries(skel->maps.records, events.size()) ||
-      ring_inject_bpf__load(skel)) {
-    fmt::print(stderr, "inject_rate: loading bpf/ring_inject.bpf.c: {}\n",
+      stream_inject_bpf__load(skel)) {
+    fmt::print(stderr, "inject_rate: loading bpf/stream_inject.bpf.c: {}\n",
                std::strerror(errno));
     return 1;
   }
@@ -169,7 +162,7 @@ int main(int argc, char** argv) {
       "target {:.2f} M records/s for {:.1f} s; reached {:.2f} M/s "
       "({} written, {} steps late)\n",
       rate / 1e6, seconds, written / elapsed / 1e6, written, late_steps);
-  fmt::print("refused by the full ring buffer (drops): {}\n", full);
+  fmt::print("refused by the full or busy stream (drops): {}\n", full);
   if (daemon_pid) {
     // Let the daemon drain what is left before reading its CPU time.
     timespec pause{0, 500'000'000};
@@ -178,6 +171,6 @@ int main(int argc, char** argv) {
     fmt::print("rssauditd CPU: {:.0f} ms, {:.1f} ns per record injected\n",
                ns / 1e6, double(ns) / double(written ? written : 1));
   }
-  ring_inject_bpf__destroy(skel);
+  stream_inject_bpf__destroy(skel);
   return full == 0 ? 0 : 3;
 }

@@ -3,7 +3,7 @@
 // `floor`, `ring` and `pcpu`); attach_toggle also drains the ring.
 //   tp_floor        the empty program: the hook's dispatch into BPF
 //   tp_floor ring   one record per update through a ring buffer
-//   tp_floor pcpu   one record per update into per-CPU array slots
+//   tp_floor pcpu   one record per update into rssauditd's per-CPU streams
 // Usage (root): tp_floor [ring|pcpu]
 #include <bpf/libbpf.h>
 #include <fmt/core.h>
@@ -22,7 +22,19 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   sigprocmask(SIG_BLOCK, &stop, nullptr);
-  tp_floor_bpf* skel = tp_floor_bpf__open_and_load();
+  // The transport's streams, as rssauditd sizes them on 2 CPUs.
+  constexpr uint32_t kSlotsPerCpu = 1 << 17;
+  const int cpus = libbpf_num_possible_cpus();
+  tp_floor_bpf* skel = tp_floor_bpf__open();
+  if (skel) skel->rodata->slots_per_cpu = kSlotsPerCpu;
+  if (skel &&
+      (cpus <= 0 ||
+       bpf_map__set_max_entries(skel->maps.slots, cpus * kSlotsPerCpu) ||
+       bpf_map__set_max_entries(skel->maps.positions, cpus) ||
+       tp_floor_bpf__load(skel))) {
+    tp_floor_bpf__destroy(skel);
+    skel = nullptr;
+  }
   bpf_program* program = !skel            ? nullptr
                          : mode == "ring" ? skel->progs.tp_ring_floor
                          : mode == "pcpu" ? skel->progs.tp_pcpu_floor

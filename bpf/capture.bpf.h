@@ -1,6 +1,6 @@
 /* Declarations shared by the capture programs, which bpftool links into one
  * object (see CMakeLists.txt): the maps and settings live in maps.bpf.c and
- * are `extern` everywhere else, so every program writes the same ring buffer
+ * are `extern` everywhere else, so every program writes the same streams
  * and reads the same filters. */
 #ifndef RSSAUDIT_CAPTURE_BPF_H
 #define RSSAUDIT_CAPTURE_BPF_H
@@ -22,9 +22,36 @@
 #define RSSAUDIT_ZERO
 #endif
 
+/* The per-CPU streams (rss_event.h); user space sizes both maps before
+ * load and maps them. */
+#ifndef BPF_F_MMAPABLE
+#define BPF_F_MMAPABLE (1U << 10) /* linux/bpf.h, not in vmlinux_min.h */
+#endif
+
 RSSAUDIT_SHARED struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-} events SEC(".maps");
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct rss_slot);
+} slots SEC(".maps");
+
+RSSAUDIT_SHARED struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct rss_stream_position);
+} positions SEC(".maps");
+
+/* The next record's sequence number. A map of its own, not a global, so
+ * that bench/inject_rate's program can share it. */
+RSSAUDIT_SHARED struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} sequence SEC(".maps");
 
 RSSAUDIT_SHARED struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -45,6 +72,8 @@ RSSAUDIT_SHARED struct {
 /* Set by user space before load (an initializer keeps them in .rodata). */
 RSSAUDIT_SHARED const volatile __u32 self_tgid RSSAUDIT_ZERO;   /* auditor */
 RSSAUDIT_SHARED const volatile __u32 target_tgid RSSAUDIT_ZERO; /* 0 = all */
+/* Slots of each CPU's stream: a power of two. */
+RSSAUDIT_SHARED const volatile __u32 slots_per_cpu RSSAUDIT_ZERO;
 /* Learned from the first update a process makes to its own mm. */
 RSSAUDIT_SHARED __u64 self_mm RSSAUDIT_ZERO;
 RSSAUDIT_SHARED __u64 target_mm RSSAUDIT_ZERO;
@@ -74,24 +103,58 @@ static __always_inline bool mm_wanted(__u64 mm, __u32 tgid, bool owner) {
   return mm == target_mm;
 }
 
+/* This CPU's next slot, with its sequence number taken, the CPU marked
+ * busy, and `*flags` joined by the loss mark; null (the record counted as
+ * dropped) when the stream is full or the CPU's stream is already being
+ * written, which a hook that could be preempted or nested would cause: the
+ * loss is then counted, never a record overwritten. Publish with
+ * stream_publish(). */
+static __always_inline struct rss_slot* stream_reserve(__u8* flags) {
+  __u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+  struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
+  __u64* seq = bpf_map_lookup_elem(&sequence, &zero);
+  if (!at || !seq || at->busy) goto lost;
+  const __u64 head = at->head;
+  if (head - *(volatile __u64*)&at->tail >= slots_per_cpu) goto lost;
+  __u32 index = cpu * slots_per_cpu + (__u32)(head & (slots_per_cpu - 1));
+  struct rss_slot* slot = bpf_map_lookup_elem(&slots, &index);
+  if (!slot) goto lost;
+  at->busy = 1;
+  if (loss_pending) {
+    loss_pending = 0;
+    *flags |= RSS_EVF_AFTER_LOSS;
+  }
+  /* A full barrier: what this program reads after it comes after every
+   * earlier record's reservation (see rss_stat.bpf.c). */
+  slot->seq = __sync_fetch_and_add(seq, 1);
+  return slot;
+lost:
+  count_drop();
+  loss_pending = 1;
+  return 0;
+}
+
+/* Publishes the record stream_reserve() gave: the atomic add orders the
+ * record's writes before the new head on any architecture. */
+static __always_inline void stream_publish(void) {
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
+  if (!at) return;
+  __sync_fetch_and_add(&at->head, 1);
+  at->busy = 0;
+}
+
 /* Reserves a record and writes every field once: `flags` joined by the
  * loss mark, the rest zero for the caller to overwrite. Nothing is read back
- * from the ring (no `e->flags |= ...`): a load from a record's cold line
+ * from the record (no `e->flags |= ...`): a load from a record's cold line
  * stalled the program ~50 ns per record here (perf). */
 static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
                                                        __u32 tid, __u32 tgid,
                                                        __u64 start_ns,
                                                        __u8 flags) {
-  if (loss_pending) {
-    loss_pending = 0;
-    flags |= RSS_EVF_AFTER_LOSS;
-  }
-  struct rss_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-  if (!e) {
-    count_drop();
-    loss_pending = 1;
-    return 0;
-  }
+  struct rss_slot* slot = stream_reserve(&flags);
+  if (!slot) return 0;
+  struct rss_event* e = &slot->event;
   e->mm = mm;
   e->aux = 0;
   e->start_ns = start_ns;
@@ -108,10 +171,8 @@ static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
   return e;
 }
 
-/* User space polls on a timer: a wake-up per record costs ~20x the
- * record itself (KERNEL.md). */
-static __always_inline void event_submit(struct rss_event* e) {
-  bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-}
+/* User space polls on a timer: nothing wakes it (a wake-up per record
+ * costs ~20x the record itself, KERNEL.md). */
+static __always_inline void event_submit(void) { stream_publish(); }
 
 #endif

@@ -1,4 +1,4 @@
-/* The context of one run of bpf/ring_inject.bpf.c, shared with
+/* The context of one run of bpf/stream_inject.bpf.c, shared with
  * bench/inject_rate.cc (BPF_PROG_TEST_RUN copies it back). */
 #ifndef RSSAUDIT_INJECT_ARGS_H
 #define RSSAUDIT_INJECT_ARGS_H
@@ -13,8 +13,7 @@ struct inject_args {
   __u32 total; /* records in `records` */
   __u32 pad;
   __u64 written; /* out */
-  __u64 full;    /* out: reservations refused, the ring buffer was full */
-  __u64 lost;    /* in/out: a record was refused and not yet flagged */
+  __u64 full;    /* out: reservations refused: the stream was full or busy */
 };
 
 #endif

@@ -59,6 +59,29 @@ struct rss_event {
   __u8 pad;
 };
 
+/* The transport: each CPU has its own stream of records, `slots_per_cpu`
+ * slots of the `slots` map from index cpu * slots_per_cpu, written only by
+ * the capture programs running on that CPU (never preempted: every hook is
+ * a tracepoint) and read by the daemon. One global sequence number orders
+ * the records of all CPUs. A BPF ring buffer (one lock and one cold
+ * header per record) cost 70-110 ns more per record here (README
+ * "Benchmarks"). */
+struct rss_slot {
+  __u64 seq; /* taken after the checks: every seq has exactly one record */
+  struct rss_event event;
+};
+
+/* The `positions` map's value, one per CPU: the producer's line (head,
+ * busy) and the consumer's (tail) a cache line apart. The stream holds the
+ * records at positions [tail, head), position p in slot p % slots_per_cpu. */
+struct rss_stream_position {
+  __u64 head; /* records published; the BPF side adds 1 after each */
+  __u64 busy; /* a program is writing this CPU's next record */
+  __u64 pad1[6];
+  __u64 tail; /* records the daemon is done with */
+  __u64 pad2[7];
+};
+
 /* The `exited` map's value: who a process was, written when its last
  * thread exits, for the daemon to name a process its parent reaped before
  * /proc could be read. Slot tgid % RSS_EXITED_SLOTS: a direct-mapped cache
@@ -77,8 +100,12 @@ struct exited_process {
 #ifdef __cplusplus
 static_assert(sizeof(rss_event) == 48, "rss_event is a fixed 48-byte ABI");
 static_assert(alignof(rss_event) == 8, "rss_event is 8-byte aligned");
+static_assert(sizeof(rss_slot) == 56, "rss_slot is a fixed 56-byte ABI");
+static_assert(sizeof(rss_stream_position) == 128, "two cache lines");
 #else
 _Static_assert(sizeof(struct rss_event) == 48, "rss_event size");
+_Static_assert(sizeof(struct rss_slot) == 56, "rss_slot size");
+_Static_assert(sizeof(struct rss_stream_position) == 128, "position size");
 #endif
 
 #endif

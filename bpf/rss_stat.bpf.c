@@ -184,7 +184,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     flags = RSS_EVF_CREATING;
   }
 
-  /* Reserve before reading `count`: a record earlier in the ring buffer then
+  /* Reserve before reading `count`: a record earlier in the sequence then
    * always has its add before this record's read (the daemon relies on it). */
   struct rss_event* e =
       event_reserve(RSS_EV_UPDATE, (__u64)mm, tid, tgid, start_ns, flags);
@@ -205,6 +205,6 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     e->span_ns = bpf_ktime_get_ns() - start_ns;
   }
   note_seen(cs, noted, (__u64)mm, epoch, member, after);
-  event_submit(e);
+  event_submit();
   return 0;
 }

@@ -5,21 +5,14 @@
  * - tp_ring_floor: one zeroed record of rssauditd's size per update into a
  *   ring buffer without wake-ups, the least any capture pays that streams
  *   every update through a BPF ring buffer;
- * - tp_pcpu_floor: the same record into this CPU's slots of an mmapable
- *   array instead, ordered across CPUs by one atomic sequence number: the
- *   floor of a per-CPU transport (not adopted; README "Benchmarks"). Its
- *   slots are overwritten, never drained: it loads the tail a consumer
- *   would advance but never finds the slots full. */
-// clang-format off
-#include "vmlinux_min.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-#include "rss_event.h"
-// clang-format on
+ * - tp_pcpu_floor: the same record into this CPU's stream of rssauditd's
+ *   transport (bpf/rss_event.h), the least rssauditd's capture pays. */
+#define RSSAUDIT_DEFINE_MAPS
+#include "capture.bpf.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 16 << 20); /* rssauditd's default */
+  __uint(max_entries, 16 << 20); /* rssauditd's former default */
 } floor_ring SEC(".maps");
 
 SEC("tp_btf/rss_stat")
@@ -34,56 +27,14 @@ int BPF_PROG(tp_ring_floor, struct mm_struct* mm, int member) {
   return 0;
 }
 
-/* Slots per CPU; a power of two. Two CPUs here, four allowed for. */
-#define PCPU_SLOTS (1 << 16)
-#define PCPU_CPUS 4
-
-struct pcpu_slot {
-  __u64 seq;
-  struct rss_event event;
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(map_flags, 1U << 10); /* BPF_F_MMAPABLE */
-  __uint(max_entries, PCPU_CPUS * PCPU_SLOTS);
-  __type(key, __u32);
-  __type(value, struct pcpu_slot);
-} pcpu_slots SEC(".maps");
-
-/* Each CPU's producer and consumer positions, a cache line apart. */
-struct pcpu_position {
-  __u64 head;
-  __u64 pad1[7];
-  __u64 tail;
-  __u64 pad2[7];
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(map_flags, 1U << 10); /* BPF_F_MMAPABLE */
-  __uint(max_entries, PCPU_CPUS);
-  __type(key, __u32);
-  __type(value, struct pcpu_position);
-} pcpu_positions SEC(".maps");
-
-__u64 pcpu_next_seq = 0;
-
+/* rssauditd's transport (capture.bpf.h), sized by bench/tp_floor.cc. */
 SEC("tp_btf/rss_stat")
 int BPF_PROG(tp_pcpu_floor, struct mm_struct* mm, int member) {
-  __u32 cpu = bpf_get_smp_processor_id() % PCPU_CPUS;
-  struct pcpu_position* at = bpf_map_lookup_elem(&pcpu_positions, &cpu);
-  if (!at) return 0;
-  const __u64 head = at->head;
-  /* Overwriting: only the load of the tail is paid (see above). */
-  if (head - *(volatile __u64*)&at->tail > (1ULL << 62)) return 0;
-  __u32 index = cpu * PCPU_SLOTS + (head & (PCPU_SLOTS - 1));
-  struct pcpu_slot* slot = bpf_map_lookup_elem(&pcpu_slots, &index);
+  __u8 flags = 0;
+  struct rss_slot* slot = stream_reserve(&flags);
   if (!slot) return 0;
-  slot->seq = __sync_fetch_and_add(&pcpu_next_seq, 1);
   __builtin_memset(&slot->event, 0, sizeof(slot->event));
-  /* An atomic add: ordered after the record's writes on any architecture. */
-  __sync_fetch_and_add(&at->head, 1);
+  stream_publish();
   return 0;
 }
 

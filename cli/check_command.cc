@@ -1,5 +1,6 @@
 #include "cli/check_command.h"
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fmt/core.h>
@@ -97,26 +98,34 @@ class QuietLibbpf {
   libbpf_print_fn_t previous_;
 };
 
-struct RingBuffer {
+struct Streams {
   std::optional<bool> present;  // null: could not tell
   std::string how;
 };
 
+// The capture's per-CPU streams are BPF_F_MMAPABLE arrays (Linux 5.5+).
 // Creating one is the real test; without the privilege to create maps, the
-// kernel's BTF still says whether it has the ring buffer's type (5.8+).
-RingBuffer probe_ring_buffer() {
+// kernel's BTF still says whether arrays can be mapped (array_map_mmap).
+Streams probe_streams() {
   QuietLibbpf quiet;
-  const int r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr);
-  if (r >= 0) return {r == 1, "created one"};
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+  const int fd =
+      bpf_map_create(BPF_MAP_TYPE_ARRAY, "rssaudit_probe", 4, 8, 1, &opts);
+  if (fd >= 0) {
+    close(fd);
+    return {true, "created one"};
+  }
+  const int err = errno;
+  if (err == EINVAL) return {false, "creating one: invalid argument"};
   if (btf* b = btf__load_vmlinux_btf()) {
     const bool found =
-        btf__find_by_name_kind(b, "bpf_ringbuf", BTF_KIND_STRUCT) >= 0;
+        btf__find_by_name_kind(b, "array_map_mmap", BTF_KIND_FUNC) >= 0;
     btf__free(b);
     return {found, fmt::format("kernel BTF; creating one failed: {}",
-                               std::strerror(-r))};
+                               std::strerror(err))};
   }
   return {std::nullopt,
-          fmt::format("cannot create one: {}", std::strerror(-r))};
+          fmt::format("cannot create one: {}", std::strerror(err))};
 }
 
 struct DbState {
@@ -183,7 +192,7 @@ struct Report {
   int possible_cpus = 0;
   int64_t page_size = 0;
   CaptureSupport support;
-  RingBuffer ring;
+  Streams streams;
   bool percpu_rss = false;
   std::string scheme_source;  // "btf" or "kernel version"
   Topology host;              // the kernel's batch for the online CPUs
@@ -212,7 +221,7 @@ Report gather(const CheckOptions& o) {
   }
   r.page_size = sysconf(_SC_PAGESIZE);
   r.support = probe_capture_support();
-  r.ring = probe_ring_buffer();
+  r.streams = probe_streams();
   if (r.support.btf) {
     r.percpu_rss = r.support.percpu_rss;
     r.scheme_source = "btf";
@@ -237,15 +246,15 @@ Report gather(const CheckOptions& o) {
   r.socket_path = o.socket;
   r.socket = probe_socket(o.socket);
 
-  // What BpfCapture::open() refuses on, in its words, then the ring buffer
-  // it also needs.
+  // What BpfCapture::open() refuses on, in its words, then the mappable
+  // arrays it also needs.
   std::stringstream missing(r.support.missing);
   for (std::string why; std::getline(missing, why, ';');) {
     if (why.starts_with(' ')) why.erase(0, 1);
     if (!why.empty()) r.blockers.push_back(why);
   }
-  if (r.ring.present == false)
-    r.blockers.push_back("the kernel has no BPF ring buffer (Linux 5.8+)");
+  if (r.streams.present == false)
+    r.blockers.push_back("the kernel cannot map BPF arrays (Linux 5.5+)");
   return r;
 }
 
@@ -267,7 +276,7 @@ void print_json(const Report& r) {
       {"page_size", r.page_size},
       {"btf", r.support.btf},
       {"tp_btf_targets", r.support.tracepoints},
-      {"ring_buffer", optional_json(r.ring.present)},
+      {"mmapable_arrays", optional_json(r.streams.present)},
       {"counting_scheme", percpu ? "percpu_counter" : "atomic_per_task_cache"},
       {"counting_scheme_from", r.scheme_source},
       {"batch", percpu ? nlohmann::json(r.host.upstream_batch)
@@ -330,10 +339,11 @@ void print_human(const Report& r, SizeUnit unit) {
                      ? "every target: rss_stat, task_newtask, "
                        "sched_process_exec, sched_process_exit, exit_mmap"
                      : "missing some (see below)");
-  line("ring buffer",
-       r.ring.present
-           ? fmt::format("{} ({})", *r.ring.present ? "yes" : "no", r.ring.how)
-           : fmt::format("unknown ({})", r.ring.how));
+  line("streams",
+       r.streams.present
+           ? fmt::format("{} ({})", *r.streams.present ? "yes" : "no",
+                         r.streams.how)
+           : fmt::format("unknown ({})", r.streams.how));
   if (r.percpu_rss) {
     line("counting",
          fmt::format("percpu_counter (Linux 6.2+, f1a7941243c1), from {}",

@@ -51,7 +51,7 @@ void run(const StatusOptions& o) {
              h.bpf_ns_per_event
                  ? fmt::format(", BPF {:.0f} ns/event", *h.bpf_ns_per_event)
                  : "");
-  fmt::print("  losses   {} dropped (ring buffer full), {} ambiguous\n",
+  fmt::print("  losses   {} lost in capture (stream full), {} ambiguous\n",
              h.drops, h.ambiguous);
   fmt::print("  fidelity {}\n",
              h.fidelity_checked

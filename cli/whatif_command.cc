@@ -142,7 +142,7 @@ struct StreamSource {
   Topology models;
   bool models_as_recorded = true;
   uint64_t events = 0;
-  uint64_t drops = 0;  // live: records lost in the ring buffer
+  uint64_t drops = 0;  // live: records lost in capture
   std::optional<RecordError> error;
 };
 
@@ -381,7 +381,7 @@ void whatif_live(const WhatifOptions& o) {
   print_report(o, s, audit);
   if (s.drops)
     fmt::print(stderr,
-               "rssaudit: {} records dropped by the ring buffer: the figures "
+               "rssaudit: {} records lost in capture: the figures "
                "miss those updates\n",
                s.drops);
 }

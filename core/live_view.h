@@ -23,11 +23,11 @@ struct DaemonHealth {
   uint32_t nr_cpus = 0;
   int32_t batch = 0;  // the kernel's percpu_counter batch for rss_stat
   int64_t page_size = 4096;
-  uint64_t events = 0;      // ring-buffer records consumed since start
+  uint64_t events = 0;      // capture records consumed since start
   double events_per_s = 0;  // over the last sampling interval
-  uint64_t drops = 0;       // records lost to a full ring buffer
+  uint64_t drops = 0;       // records lost in capture (a full stream)
   uint64_t ambiguous = 0;   // updates flagged instead of guessed
-  double lag_s = 0;         // since the ring buffer was last drained
+  double lag_s = 0;         // since the streams were last drained
   // Kernel-side cost of the capture programs, when kernel.bpf_stats_enabled
   // is on (empty otherwise: never a made-up number).
   std::optional<double> bpf_ns_per_event{};

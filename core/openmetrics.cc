@@ -287,13 +287,13 @@ void add_health(Builder& b, const LiveView& view,
                "interval."),
       none, number(h.events_per_s));
   add(b.family("rssaudit_ring_drops", Type::kCounter, "",
-               "Records lost to a full ring buffer."),
+               "Records lost in capture (a full per-CPU stream)."),
       none, number(h.drops));
   add(b.family("rssaudit_ambiguous_updates", Type::kCounter, "",
                "Updates flagged as ambiguous instead of guessed."),
       none, number(h.ambiguous));
   add(b.family("rssaudit_lag_seconds", Type::kGauge, "seconds",
-               "Time since the ring buffer was last drained."),
+               "Time since the capture's streams were last drained."),
       none, number(h.lag_s));
   auto& cost =
       b.family("rssaudit_bpf_event_cost_seconds", Type::kGauge, "seconds",

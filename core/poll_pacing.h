@@ -1,10 +1,10 @@
-// When the daemon drains the ring buffer next. It sleeps between drains (the
-// BPF side never wakes it), and a drain that follows a long sleep is cheap
+// When the daemon drains the capture's streams next. It sleeps between drains
+// (the BPF side never wakes it), and a drain that follows a long sleep is cheap
 // per record: on a CPU that idled, the first records of a drain run ~2x
 // slower (rssauditd on an otherwise idle CPU, 1 M records/s: 124 ns/record
 // polled every 10 ms, 78 every 100 ms, 68-71 on a CPU kept busy; see
 // bench/consumer_rate.sh). So the daemon sleeps as long as it is allowed,
-// unless at the last drain's rate the ring would by then hold more than
+// unless at the last drain's rate a stream could by then hold more than
 // `batch_records`: a margin that absorbs a rate rising fourfold in one sleep.
 #pragma once
 

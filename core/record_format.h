@@ -28,8 +28,8 @@
 //    4   4  u32 C, record count, 0..kMaxBlockRecords
 //    8   4  u32 payload length, C * 48
 //   12   4  u32 CRC-32 (zlib) of the payload
-//   16  48C C records of struct rss_event (bpf/rss_event.h) as the ring
-//           buffer delivered them: mm u64 @0, aux s64 @8, start_ns u64 @16,
+//   16  48C C records of struct rss_event (bpf/rss_event.h) in the order the
+//           capture delivered them: mm u64 @0, aux s64 @8, start_ns u64 @16,
 //           tid u32 @24, tgid u32 @28, slot s32 @32, span_ns u32 @36,
 //           cpu u16 @40, faults u16 @42, kind u8 @44, member u8 @45,
 //           flags u8 @46, pad u8 @47. Flag bits added later stay within

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -92,6 +94,15 @@ bool capability_errno(int err) {
          err == ESRCH;
 }
 
+// Each CPU's share of `bytes` in slots: a power of two within [4 Ki, 1 Mi],
+// and small enough that every slot index fits the BPF side's 32 bits.
+uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus) {
+  const uint64_t fit = std::min<uint64_t>(bytes / cpus / sizeof(rss_slot),
+                                          (uint64_t{1} << 31) / cpus);
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::bit_floor(fit), 4096, uint64_t{1} << 20));
+}
+
 }  // namespace
 
 CaptureSupport probe_capture_support() {
@@ -155,28 +166,32 @@ BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
   c->skel_->rodata->self_tgid =
       options.self_tgid ? options.self_tgid : static_cast<uint32_t>(getpid());
   c->skel_->rodata->target_tgid = options.target_tgid;
+  const uint32_t slots_per_cpu =
+      slots_per_cpu_for(options.stream_bytes, c->possible_cpus_);
+  c->skel_->rodata->slots_per_cpu = slots_per_cpu;
+  if (int err = bpf_map__set_max_entries(c->skel_->maps.slots,
+                                         c->possible_cpus_ * slots_per_cpu))
+    return fail("sizing the streams", err);
   if (int err =
-          bpf_map__set_max_entries(c->skel_->maps.events, options.ring_bytes))
-    return fail("sizing the ring buffer", err);
+          bpf_map__set_max_entries(c->skel_->maps.positions, c->possible_cpus_))
+    return fail("sizing the streams", err);
   if (int err = rssaudit_bpf__load(c->skel_)) return fail("load", err);
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 
   std::string error;
-  c->ring_ =
-      RingReader::map(bpf_map__fd(c->skel_->maps.events),
-                      bpf_map__max_entries(c->skel_->maps.events), error);
-  if (!c->ring_) {
+  c->streams_ = StreamReader::map(bpf_map__fd(c->skel_->maps.slots),
+                                  bpf_map__fd(c->skel_->maps.positions),
+                                  c->possible_cpus_, slots_per_cpu, error);
+  if (!c->streams_) {
     r.error = "BPF capture: " + error;
     return r;
   }
-  c->ring_records_ = bpf_map__max_entries(c->skel_->maps.events) /
-                     (sizeof(rss_event) + BPF_RINGBUF_HDR_SZ);
   r.capture = std::move(c);
   return r;
 }
 
 BpfCapture::~BpfCapture() {
-  ring_.reset();  // unmapped before the map is freed with the skeleton
+  streams_.reset();  // unmapped before the maps are freed with the skeleton
   rssaudit_bpf__destroy(skel_);
 }
 
@@ -196,7 +211,7 @@ uint64_t BpfCapture::drops() const {
                            drop_values_.data(),
                            drop_values_.size() * sizeof(uint64_t), 0))
     return last_drops_;  // cannot fail on a live map; never under-report
-  uint64_t sum = 0;
+  uint64_t sum = streams_->skipped();
   for (uint64_t v : drop_values_) sum += v;
   last_drops_ = sum;
   return sum;

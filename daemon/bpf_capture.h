@@ -1,5 +1,5 @@
 // Loads the capture BPF programs (bpf/*.bpf.c), attaches them and drains
-// their ring buffer of rss_event records. Owns no loop and no clock: the
+// their per-CPU streams of rss_event records. Owns no loop and no clock: the
 // caller polls on its own timer, since the programs never wake it up.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
-#include "daemon/ring_reader.h"
+#include "daemon/stream_reader.h"
 
 struct rssaudit_bpf;
 
@@ -22,12 +22,13 @@ struct CaptureOptions {
   // first update of its own mm, so updates to it made from other contexts
   // before that are not seen.
   uint32_t target_tgid = 0;
-  // This process's own mm is never captured (its ring-buffer mapping alone
+  // This process's own mm is never captured (mapping its streams alone
   // makes thousands of updates). 0: the calling process.
   uint32_t self_tgid = 0;
-  // Ring buffer size: a power of two, a multiple of the page size. 16 MiB
-  // holds ~350 k records, a third of a second at the highest rates seen.
-  size_t ring_bytes = size_t{16} << 20;
+  // Memory for the per-CPU streams, shared out between the possible CPUs:
+  // each gets a power of two of 56-byte slots, 4 Ki to 1 Mi of them. 16 MiB
+  // on 2 CPUs gives each 128 Ki slots, 0.4 s at the highest rates seen.
+  size_t stream_bytes = size_t{16} << 20;
 };
 
 // What the running kernel offers for capture.
@@ -57,22 +58,17 @@ class BpfCapture {
   BpfCapture& operator=(const BpfCapture&) = delete;
   ~BpfCapture();
 
-  // Hands the records in the ring buffer, at most kMaxPerPoll (producers
-  // can outpace one drain: the loop then serves its timers and comes back),
-  // to `fn(const rss_event&)`, in ring order, without blocking; returns how
+  // Hands the published records, at most kMaxPerPoll (producers can
+  // outpace one drain: the loop then serves its timers and comes back), to
+  // `fn(const rss_event&)`, in sequence order, without blocking; returns how
   // many. No allocation, no syscall.
   template <class Fn>
   int poll(Fn&& fn) {
-    return static_cast<int>(
-        ring_->consume(kMaxPerPoll, [&](const void* data, uint32_t size) {
-          // Cannot happen: every program writes whole rss_event records.
-          if (size < sizeof(rss_event)) return;
-          fn(*static_cast<const rss_event*>(data));
-        }));
+    return static_cast<int>(streams_->consume(kMaxPerPoll, fn));
   }
 
-  // Records lost because the ring buffer was full, summed over CPUs since
-  // open.
+  // Records lost since open: refused by a full stream (counted in BPF,
+  // summed over CPUs) or never published (StreamReader::skipped()).
   uint64_t drops() const;
 
   // Mean kernel time of the rss_stat program per run, from the kernel's
@@ -88,16 +84,15 @@ class BpfCapture {
 
   // CPUs the kernel may ever use: the range of rss_event::cpu.
   uint32_t possible_cpus() const { return possible_cpus_; }
-  // Records the ring buffer holds when full.
-  uint64_t ring_records() const { return ring_records_; }
+  // Records one CPU's stream holds when full.
+  uint64_t stream_records() const { return streams_->slots_per_cpu(); }
 
  private:
   BpfCapture() = default;
 
   rssaudit_bpf* skel_ = nullptr;
-  std::unique_ptr<RingReader> ring_;
+  std::unique_ptr<StreamReader> streams_;
   uint32_t possible_cpus_ = 0;
-  uint64_t ring_records_ = 0;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
   mutable std::vector<uint64_t> drop_values_;
   mutable uint64_t last_drops_ = 0;

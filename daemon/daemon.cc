@@ -1,5 +1,5 @@
-// The daemon polls the ring buffer on a timer: the BPF side never wakes it
-// (wake-ups cost 3.5 us per event, KERNEL.md), and the period adapts to the
+// The daemon polls the capture's streams on a timer: the BPF side never wakes
+// it (wake-ups cost 3.5 us per event, KERNEL.md), and the period adapts to the
 // rate (core/poll_pacing.h). Everything runs on one Boost.Asio thread, so no
 // state here needs a lock.
 #include "daemon/daemon.h"
@@ -352,7 +352,7 @@ class Daemon {
   uint64_t events_ = 0, last_drain_ns_ = started_ns_;
   // poll-ms changes at the next start only: fixed for the run.
   const PollPacing pacing_{1'000'000, uint64_t{o_.poll_ms} * 1'000'000,
-                           capture_->ring_records() / 4};
+                           capture_->stream_records() / 4};
   uint64_t next_poll_ns_ = pacing_.max_ns;
   uint64_t rate_since_ns_ = 0, rate_events_ = 0;
   double events_per_s_ = 0;

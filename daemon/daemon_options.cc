@@ -38,7 +38,7 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "Stop after this many seconds (default: until SIGTERM)");
   app.add_option("--pid", o.pid, "Audit only this process");
   app.add_option("--poll-ms", o.poll_ms,
-                 "Longest ring-buffer poll period (shorter at high rates)")
+                 "Longest poll period of the capture (shorter at high rates)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--summary-interval", o.summary_s,

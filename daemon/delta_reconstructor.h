@@ -13,7 +13,7 @@
 //
 // Absolute values. An mm seen from its creation starts with every counter
 // and slot at 0, so the sum of its deltas is its exact value. An mm that
-// existed before the capture (or any mm after a ring-buffer loss) does not:
+// existed before the capture (or any mm after a capture loss) does not:
 // the slots of CPUs it has not updated on since are unknown, and so is its
 // value. It is resynchronised from a precise value the kernel computes
 // itself, /proc/PID/status (count + every slot, KERNEL.md), read by the
@@ -88,7 +88,7 @@ class ReconstructorSink {
   virtual void on_mm_destroyed(const MmKey& mm) = 0;
   // The exact value of `member` at this point of the stream: `pages` once
   // established from a precise source (a resync), nullopt when it stops
-  // being known (a ring-buffer loss). An update flagged kNoBaseline also
+  // being known (a capture loss). An update flagged kNoBaseline also
   // means the member's value is unknown from there on.
   virtual void on_baseline(const MmKey& mm, int member,
                            std::optional<int64_t> pages) {
@@ -144,10 +144,10 @@ class DeltaReconstructor {
   explicit DeltaReconstructor(const ReconstructorOptions& options);
   ~DeltaReconstructor();
 
-  // Feeds one record, in ring-buffer order. Emits to `sink` the events that
+  // Feeds one record, in the capture's sequence order. Emits to `sink` the events that
   // can no longer be affected by a later record (see grace_ns).
   void on_event(const rss_event& e, ReconstructorSink& sink);
-  // After a poll that drained the ring buffer: every record that started
+  // After a poll that drained the capture's streams: every record that started
   // before `now_ns` (bpf_ktime_get_ns, i.e. CLOCK_MONOTONIC) has arrived.
   void advance(uint64_t now_ns, ReconstructorSink& sink);
   // Emits everything held back (end of a recording, shutdown).

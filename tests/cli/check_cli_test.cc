@@ -71,7 +71,7 @@ TEST(CheckCli, RootOnThisKernelCanCapture) {
   EXPECT_EQ(j["bound_bytes"], cpus * (batch - 1) * sysconf(_SC_PAGESIZE));
   EXPECT_EQ(j["btf"], true);
   EXPECT_EQ(j["tp_btf_targets"], true);
-  EXPECT_EQ(j["ring_buffer"], true);
+  EXPECT_EQ(j["mmapable_arrays"], true);
   EXPECT_EQ(j["capabilities"]["CAP_BPF"], true);
   EXPECT_EQ(j["capabilities"]["CAP_PERFMON"], true);
 }
@@ -81,7 +81,7 @@ TEST(CheckCli, HumanOutputFits80ColumnsInEveryUnit) {
     const auto r = run_command(kCli + " check" + unit + kNowhere);
     ASSERT_LE(r.exit_code, 1) << r.err;
     for (const char* label :
-         {"kernel", "BTF", "tp_btf", "ring buffer", "counting", "privileges",
+         {"kernel", "BTF", "tp_btf", "streams", "counting", "privileges",
           "bpf_stats", "database", "socket", "capture"})
       EXPECT_NE(r.out.find(label), std::string::npos) << label;
     std::istringstream lines(r.out);

@@ -104,7 +104,7 @@ TEST_F(LiveCli, StatusShowsTheDaemonsHealth) {
                        "ns/event"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("7 dropped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("7 lost in capture"), std::string::npos) << r.out;
   // 999990 of 1000000: rounded down, never shown as 100%.
   EXPECT_NE(r.out.find("fidelity 99.99% (999990 of 1000000 checked updates)"),
             std::string::npos)

@@ -235,9 +235,9 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
 }
 
 // Records the daemon cannot use (CPU or member out of range, an unknown
-// kind) arriving through its own ring buffer are counted, and the audit
+// kind) arriving through its own streams are counted, and the audit
 // goes on: bench/inject_rate writes them there from BPF.
-TEST(Daemon, MalformedRecordsInItsRingAreCountedNotFatal) {
+TEST(Daemon, MalformedRecordsInItsStreamsAreCountedNotFatal) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
   if (const auto s = probe_capture_support(); !s.missing.empty())
     GTEST_SKIP() << s.missing;

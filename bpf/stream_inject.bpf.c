@@ -1,19 +1,13 @@
 /* Bench only, never loaded by rssauditd: writes recorded rss_event records
- * into a running rssauditd's own ring buffer (user space reuses that map's
- * fd for `events`), so the daemon's consumer can be driven through the real
- * kernel ring buffer at a rate no workload reaches on a small machine
- * (bench/inject_rate.cc). */
-// clang-format off
-#include "vmlinux_min.h"
-#include <bpf/bpf_helpers.h>
+ * into a running rssauditd's own streams (user space reuses the daemon's
+ * `slots`, `positions`, `sequence` and `drops` maps), so the daemon's
+ * consumer can be driven through the real transport at a rate no workload
+ * reaches on a small machine (bench/inject_rate.cc). It writes the stream
+ * of the CPU it runs on, as a capture program does: a capture program that
+ * preempts it there finds the CPU busy and counts a loss. */
+#define RSSAUDIT_DEFINE_MAPS
+#include "capture.bpf.h"
 #include "inject_args.h"
-#include "rss_event.h"
-// clang-format on
-
-struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 4096); /* replaced by the daemon's map */
-} events SEC(".maps");
 
 /* The recording, one record per index; sized by user space before load. */
 struct {
@@ -28,27 +22,24 @@ static long inject_one(__u32 i, struct inject_args* a) {
   if (key >= a->total) key -= a->total;
   struct rss_event* rec = bpf_map_lookup_elem(&records, &key);
   if (!rec) return 1;
-  struct rss_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-  if (!e) {
+  __u8 flags = rec->flags;
+  struct rss_slot* slot = stream_reserve(&flags);
+  if (!slot) {
     a->full += 1;
-    a->lost = 1;
     return 0;
   }
+  struct rss_event* e = &slot->event;
   __builtin_memcpy(e, rec, sizeof(*e));
-  /* The capture's own records of live processes share the ring: an mm of
+  e->flags = flags; /* the loss mark stream_reserve() joined, if any */
+  /* The capture's own records of live processes share the streams: an mm of
    * the recording must not be taken for a live mm at the same address.
    * Kernel addresses have their top bit set; none of these has. */
   e->mm ^= 1ULL << 63;
   if (e->kind == RSS_EV_EXEC && e->aux) e->aux ^= 1ULL << 63; /* old mm */
-  /* As the capture does: the record after a loss says so. */
-  if (a->lost) {
-    e->flags |= RSS_EVF_AFTER_LOSS;
-    a->lost = 0;
-  }
   /* Live time, so the daemon's grace and resync clocks apply as usual;
    * an untimed update stays untimed. */
   if (rec->start_ns) e->start_ns = bpf_ktime_get_ns();
-  bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+  stream_publish();
   a->written += 1;
   return 0;
 }
@@ -62,7 +53,6 @@ int inject(struct inject_args* ctx) {
   bpf_loop(a.count, inject_one, &a, 0);
   ctx->written = a.written;
   ctx->full = a.full;
-  ctx->lost = a.lost;
   return 0;
 }
 

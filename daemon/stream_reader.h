@@ -1,0 +1,126 @@
+// Reads the capture's per-CPU record streams (bpf/rss_event.h: the `slots`
+// and `positions` maps, mapped into this process) in the order of their
+// global sequence numbers.
+//
+// Hand-written: no library reads this layout. Each CPU's stream is already
+// in sequence order, so the reader merges them: it follows one stream while
+// the next number is there (runs are long: a process faults on one CPU)
+// and otherwise takes the lowest front from a heap of the streams' fronts.
+// A number not yet published (its program is still writing, on another
+// CPU) holds back every later record until a later drain; one still missing
+// after kStallDrains drains is skipped and counted as lost, so a stream the
+// BPF side left inconsistent can never stall the audit.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bpf/rss_event.h"
+
+namespace rssaudit {
+
+class StreamReader {
+ public:
+  // Maps the two maps (BPF_F_MMAPABLE arrays of `cpus` * `slots_per_cpu`
+  // rss_slot and `cpus` rss_stream_position). Null with a message naming
+  // the failed call on failure.
+  static std::unique_ptr<StreamReader> map(int slots_fd, int positions_fd,
+                                           uint32_t cpus,
+                                           uint32_t slots_per_cpu,
+                                           std::string& error);
+  // Over memory the caller owns and keeps: the same layout (tests).
+  StreamReader(const rss_slot* slots, rss_stream_position* positions,
+               uint32_t cpus, uint32_t slots_per_cpu);
+  StreamReader(const StreamReader&) = delete;
+  StreamReader& operator=(const StreamReader&) = delete;
+  ~StreamReader();
+
+  // Calls fn(const rss_event&) for each published record in sequence
+  // order, at most `max` of them, without blocking or allocating; stops at
+  // the first number not yet published. Returns how many were handed over.
+  template <class Fn>
+  size_t consume(size_t max, Fn&& fn) {
+    heap_.clear();
+    for (uint32_t c = 0; c < cpus_; ++c) {
+      heads_[c] = __atomic_load_n(&positions_[c].head, __ATOMIC_ACQUIRE);
+      if (tails_[c] != heads_[c]) heap_.emplace_back(front(c).seq, c);
+    }
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
+    if (!heap_.empty() && heap_.front().first > next_seq_) {
+      if (++stalled_drains_ < kStallDrains) return 0;
+      skipped_ += heap_.front().first - next_seq_;
+      next_seq_ = heap_.front().first;
+    }
+    stalled_drains_ = 0;
+    size_t n = 0;
+    while (n < max && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
+      const auto [seq, c] = heap_.back();
+      heap_.pop_back();
+      if (seq > next_seq_) {  // a hole: its record is still being written
+        heap_.emplace_back(seq, c);
+        break;
+      }
+      // This stream's run of consecutive numbers.
+      for (;;) {
+        const rss_slot& s = front(c);
+        next_seq_ = std::max<uint64_t>(next_seq_, s.seq + 1);
+        fn(s.event);
+        ++n;
+        if (++tails_[c] % kPublishEvery == 0) publish(c);
+        if (tails_[c] == heads_[c] || n == max) break;
+        if (front(c).seq != next_seq_) {
+          heap_.emplace_back(front(c).seq, c);
+          std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
+          break;
+        }
+      }
+    }
+    for (uint32_t c = 0; c < cpus_; ++c) publish(c);
+    return n;
+  }
+
+  // Sequence numbers skipped because no record came for them.
+  uint64_t skipped() const { return skipped_; }
+  // Records one CPU's stream holds when full.
+  uint32_t slots_per_cpu() const { return slots_per_cpu_; }
+
+  // Drains a number stays missing before it is skipped. One drain comes
+  // at least 1 ms after the previous one, and a program holds its number
+  // for a microsecond or so.
+  static constexpr uint32_t kStallDrains = 4;
+
+ private:
+  const rss_slot& front(uint32_t c) const {
+    return slots_[size_t(c) * slots_per_cpu_ + (tails_[c] & mask_)];
+  }
+  // Frees the slots consumed so far for the producers.
+  void publish(uint32_t c) {
+    __atomic_store_n(&positions_[c].tail, tails_[c], __ATOMIC_RELEASE);
+  }
+
+  // Frees producer slots often enough during a long drain.
+  static constexpr uint64_t kPublishEvery = 1024;
+
+  const rss_slot* slots_;
+  rss_stream_position* positions_;
+  uint32_t cpus_, slots_per_cpu_;
+  uint64_t mask_;
+  std::vector<uint64_t> heads_, tails_;
+  std::vector<std::pair<uint64_t, uint32_t>> heap_;  // (front seq, cpu)
+  uint64_t next_seq_ = 0, skipped_ = 0;
+  uint32_t stalled_drains_ = 0;
+  // Set by map(): what to unmap.
+  void* slots_mapping_ = nullptr;
+  size_t slots_bytes_ = 0;
+  void* positions_mapping_ = nullptr;
+  size_t positions_bytes_ = 0;
+};
+
+}  // namespace rssaudit
