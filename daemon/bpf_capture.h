@@ -26,9 +26,12 @@ struct CaptureOptions {
   // makes thousands of updates). 0: the calling process.
   uint32_t self_tgid = 0;
   // Memory for the per-CPU streams, shared out between the possible CPUs:
-  // each gets a power of two of 56-byte slots, 4 Ki to 1 Mi of them. 16 MiB
-  // on 2 CPUs gives each 128 Ki slots, 0.4 s at the highest rates seen.
-  size_t stream_bytes = size_t{16} << 20;
+  // each gets a power of two of 56-byte slots, 4 Ki to 1 Mi of them. 32 MiB
+  // on 2 CPUs gives each 256 Ki slots, 0.25 s of 1 M records/s on one CPU.
+  // The daemon polls before a stream can be a quarter full, and longer
+  // sleeps cost less per record: with 16 MiB its CPU time per record at
+  // 1 M/s was 15-25 ns more (bench/consumer_rate.sh).
+  size_t stream_bytes = size_t{32} << 20;
 };
 
 // What the running kernel offers for capture.
