@@ -1,6 +1,6 @@
 /* Bench only, never loaded by rssauditd: the floors of a capture on
  * tp_btf/rss_stat, against which the capture's own cost is read
- * (bench/capture_overhead.sh, modes `floor` and `ring`).
+ * (bench/capture_overhead.sh, modes `floor`, `ring` and `pcpu`).
  * - tp_floor: an empty program, the tracepoint's dispatch into BPF;
  * - tp_ring_floor: one zeroed record of rssauditd's size per update into a
  *   ring buffer without wake-ups, the least any capture pays that streams
