@@ -113,13 +113,19 @@ static __always_inline struct rss_slot* stream_reserve(__u8* flags) {
   __u32 cpu = bpf_get_smp_processor_id(), zero = 0;
   struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
   __u64* seq = bpf_map_lookup_elem(&sequence, &zero);
-  if (!at || !seq || at->busy) goto lost;
+  if (!at || !seq || *(volatile __u64*)&at->busy) goto lost;
+  /* Busy from before the head is read until after the new head is
+   * stored (stream_publish): a program that ran in between on this CPU
+   * would write the same slot. */
+  *(volatile __u64*)&at->busy = 1;
+  asm volatile("" ::: "memory");
   const __u64 head = at->head;
-  if (head - *(volatile __u64*)&at->tail >= slots_per_cpu) goto lost;
   __u32 index = cpu * slots_per_cpu + (__u32)(head & (slots_per_cpu - 1));
   struct rss_slot* slot = bpf_map_lookup_elem(&slots, &index);
-  if (!slot) goto lost;
-  at->busy = 1;
+  if (!slot || head - *(volatile __u64*)&at->tail >= slots_per_cpu) {
+    *(volatile __u64*)&at->busy = 0;
+    goto lost;
+  }
   if (loss_pending) {
     loss_pending = 0;
     *flags |= RSS_EVF_AFTER_LOSS;
@@ -134,14 +140,22 @@ lost:
   return 0;
 }
 
-/* Publishes the record stream_reserve() gave: the atomic add orders the
- * record's writes before the new head on any architecture. */
+/* Publishes the record stream_reserve() gave: the record's writes must be
+ * visible before the new head. x86 makes stores visible in program order
+ * and its JIT emits plain moves, so there a compiler barrier is enough;
+ * elsewhere an atomic add orders them. */
 static __always_inline void stream_publish(void) {
   __u32 cpu = bpf_get_smp_processor_id();
   struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
   if (!at) return;
+#if defined(__TARGET_ARCH_x86)
+  asm volatile("" ::: "memory");
+  *(volatile __u64*)&at->head = at->head + 1;
+#else
   __sync_fetch_and_add(&at->head, 1);
-  at->busy = 0;
+#endif
+  asm volatile("" ::: "memory");
+  *(volatile __u64*)&at->busy = 0;
 }
 
 /* Reserves a record and writes every field once: `flags` joined by the
