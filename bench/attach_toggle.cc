@@ -4,10 +4,9 @@
 // then attaches it for every other round of fault_round.h's workload
 // (pinned to CPU 0), and drains the records it writes (a ring buffer or
 // rssauditd's streams), every 10 ms on CPU 1, reading each record once as
-// a consumer would. Each attached round
-// is compared with the detached rounds on either side of it: on this
-// shared host the speed drifts by up to ~30% within seconds, so only rounds
-// ~50 ms apart see the same machine.
+// a consumer would. Each attached round is compared with the detached
+// rounds on either side of it: on this shared host the speed drifts by up
+// to ~30% within seconds, so only rounds ~50 ms apart see the same machine.
 // tp_btf programs are attached by a raw tracepoint link, perf tracepoint
 // programs (bpftrace) by a perf event.
 // Prints the median ns per page detached and attached and the median of

@@ -1,6 +1,6 @@
 // Loads bpf/tp_floor.bpf.c and attaches one of its programs until SIGINT or
 // SIGTERM, for bench/attach_toggle to take over (capture_overhead.sh, modes
-// `floor`, `ring` and `pcpu`); attach_toggle also drains the ring.
+// `floor`, `ring` and `pcpu`); attach_toggle also drains the records.
 //   tp_floor        the empty program: the hook's dispatch into BPF
 //   tp_floor ring   one record per update through a ring buffer
 //   tp_floor pcpu   one record per update into rssauditd's per-CPU streams
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   sigprocmask(SIG_BLOCK, &stop, nullptr);
   // The transport's streams, as rssauditd sizes them on 2 CPUs.
-  constexpr uint32_t kSlotsPerCpu = 1 << 17;
+  constexpr uint32_t kSlotsPerCpu = 1 << 18;
   const int cpus = libbpf_num_possible_cpus();
   tp_floor_bpf* skel = tp_floor_bpf__open();
   if (skel) skel->rodata->slots_per_cpu = kSlotsPerCpu;
