@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "daemon/bpf_capture.h"
 #include "tp_floor.skel.h"
 
 int main(int argc, char** argv) {
@@ -22,16 +23,19 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   sigprocmask(SIG_BLOCK, &stop, nullptr);
-  // The transport's streams, as rssauditd sizes them on 2 CPUs.
-  constexpr uint32_t kSlotsPerCpu = 1 << 18;
+  // The transport's streams, sized as rssauditd sizes them.
   const int cpus = libbpf_num_possible_cpus();
+  const uint32_t per_cpu =
+      cpus > 0
+          ? rssaudit::slots_per_cpu_for(rssaudit::CaptureOptions{}.stream_bytes,
+                                        static_cast<uint32_t>(cpus))
+          : 0;
   tp_floor_bpf* skel = tp_floor_bpf__open();
-  if (skel) skel->rodata->slots_per_cpu = kSlotsPerCpu;
-  if (skel &&
-      (cpus <= 0 ||
-       bpf_map__set_max_entries(skel->maps.slots, cpus * kSlotsPerCpu) ||
-       bpf_map__set_max_entries(skel->maps.positions, cpus) ||
-       tp_floor_bpf__load(skel))) {
+  if (skel) skel->rodata->slots_per_cpu = per_cpu;
+  if (skel && (cpus <= 0 ||
+               bpf_map__set_max_entries(skel->maps.slots, cpus * per_cpu) ||
+               bpf_map__set_max_entries(skel->maps.positions, cpus) ||
+               tp_floor_bpf__load(skel))) {
     tp_floor_bpf__destroy(skel);
     skel = nullptr;
   }

@@ -94,16 +94,14 @@ bool capability_errno(int err) {
          err == ESRCH;
 }
 
-// Each CPU's share of `bytes` in slots: a power of two within [4 Ki, 1 Mi],
-// and small enough that every slot index fits the BPF side's 32 bits.
+}  // namespace
+
 uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus) {
   const uint64_t fit = std::min<uint64_t>(bytes / cpus / sizeof(rss_slot),
                                           (uint64_t{1} << 31) / cpus);
   return static_cast<uint32_t>(
       std::clamp<uint64_t>(std::bit_floor(fit), 4096, uint64_t{1} << 20));
 }
-
-}  // namespace
 
 CaptureSupport probe_capture_support() {
   CaptureSupport s;

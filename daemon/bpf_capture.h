@@ -34,6 +34,11 @@ struct CaptureOptions {
   size_t stream_bytes = size_t{32} << 20;
 };
 
+// Each CPU's share of `bytes` of streams, in slots: a power of two within
+// [4 Ki, 1 Mi], and small enough that every slot index fits the BPF side's
+// 32 bits.
+uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus);
+
 // What the running kernel offers for capture.
 struct CaptureSupport {
   bool root = false;         // CAP_BPF + CAP_PERFMON, in practice root

@@ -24,6 +24,14 @@ size_t page_rounded(size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
+size_t slots_bytes(uint32_t cpus, uint32_t slots_per_cpu) {
+  return page_rounded(size_t(cpus) * slots_per_cpu * sizeof(rss_slot));
+}
+
+size_t positions_bytes(uint32_t cpus) {
+  return page_rounded(size_t(cpus) * sizeof(rss_stream_position));
+}
+
 }  // namespace
 
 StreamReader::StreamReader(const rss_slot* slots,
@@ -46,31 +54,26 @@ std::unique_ptr<StreamReader> StreamReader::map(int slots_fd, int positions_fd,
                                                 uint32_t cpus,
                                                 uint32_t slots_per_cpu,
                                                 std::string& error) {
-  const size_t slots_bytes =
-      page_rounded(size_t(cpus) * slots_per_cpu * sizeof(rss_slot));
-  const size_t positions_bytes =
-      page_rounded(size_t(cpus) * sizeof(rss_stream_position));
-  void* slots = map_array(slots_fd, slots_bytes, PROT_READ, "slots", error);
+  void* slots = map_array(slots_fd, slots_bytes(cpus, slots_per_cpu), PROT_READ,
+                          "slots", error);
   if (!slots) return nullptr;
-  void* positions = map_array(positions_fd, positions_bytes,
+  void* positions = map_array(positions_fd, positions_bytes(cpus),
                               PROT_READ | PROT_WRITE, "positions", error);
   if (!positions) {
-    munmap(slots, slots_bytes);
+    munmap(slots, slots_bytes(cpus, slots_per_cpu));
     return nullptr;
   }
   std::unique_ptr<StreamReader> r(new StreamReader(
       static_cast<const rss_slot*>(slots),
       static_cast<rss_stream_position*>(positions), cpus, slots_per_cpu));
-  r->slots_mapping_ = slots;
-  r->slots_bytes_ = slots_bytes;
-  r->positions_mapping_ = positions;
-  r->positions_bytes_ = positions_bytes;
+  r->mapped_ = true;
   return r;
 }
 
 StreamReader::~StreamReader() {
-  if (slots_mapping_) munmap(slots_mapping_, slots_bytes_);
-  if (positions_mapping_) munmap(positions_mapping_, positions_bytes_);
+  if (!mapped_) return;
+  munmap(const_cast<rss_slot*>(slots_), slots_bytes(cpus_, slots_per_cpu_));
+  munmap(positions_, positions_bytes(cpus_));
 }
 
 }  // namespace rssaudit

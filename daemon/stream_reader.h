@@ -116,11 +116,7 @@ class StreamReader {
   std::vector<std::pair<uint64_t, uint32_t>> heap_;  // (front seq, cpu)
   uint64_t next_seq_ = 0, skipped_ = 0;
   uint32_t stalled_drains_ = 0;
-  // Set by map(): what to unmap.
-  void* slots_mapping_ = nullptr;
-  size_t slots_bytes_ = 0;
-  void* positions_mapping_ = nullptr;
-  size_t positions_bytes_ = 0;
+  bool mapped_ = false;  // by map(): the destructor unmaps
 };
 
 }  // namespace rssaudit
