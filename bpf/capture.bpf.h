@@ -103,13 +103,22 @@ static __always_inline bool mm_wanted(__u64 mm, __u32 tgid, bool owner) {
   return mm == target_mm;
 }
 
-/* This CPU's next slot, with its sequence number taken, the CPU marked
- * busy, and `*flags` joined by the loss mark; null (the record counted as
- * dropped) when the stream is full or the CPU's stream is already being
- * written, which a hook that could be preempted or nested would cause: the
- * loss is then counted, never a record overwritten. Publish with
- * stream_publish(). */
-static __always_inline struct rss_slot* stream_reserve(__u8* flags) {
+/* A record being written: its slot and its CPU, with that CPU's position,
+ * which the record is published to. */
+struct stream_claim {
+  struct rss_stream_position* at;
+  struct rss_slot* slot;
+  __u32 cpu;
+};
+
+/* Claims this CPU's next slot, with its sequence number taken, the CPU
+ * marked busy, and `*flags` joined by the loss mark; false (the record
+ * counted as dropped) when the stream is full or the CPU's stream is
+ * already being written, which a hook that could be preempted or nested
+ * would cause: the loss is then counted, never a record overwritten.
+ * Publish with stream_publish(). */
+static __always_inline bool stream_reserve(struct stream_claim* c,
+                                           __u8* flags) {
   __u32 cpu = bpf_get_smp_processor_id(), zero = 0;
   struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
   __u64* seq = bpf_map_lookup_elem(&sequence, &zero);
@@ -133,21 +142,22 @@ static __always_inline struct rss_slot* stream_reserve(__u8* flags) {
   /* A full barrier: what this program reads after it comes after every
    * earlier record's reservation (see rss_stat.bpf.c). */
   slot->seq = __sync_fetch_and_add(seq, 1);
-  return slot;
+  c->at = at;
+  c->slot = slot;
+  c->cpu = cpu;
+  return true;
 lost:
   count_drop();
   loss_pending = 1;
-  return 0;
+  return false;
 }
 
-/* Publishes the record stream_reserve() gave: the record's writes must be
- * visible before the new head. x86 makes stores visible in program order
- * and its JIT emits plain moves, so there a compiler barrier is enough;
- * elsewhere an atomic add orders them. */
-static __always_inline void stream_publish(void) {
-  __u32 cpu = bpf_get_smp_processor_id();
-  struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
-  if (!at) return;
+/* Publishes the record of a claim: the record's writes must be visible
+ * before the new head. x86 makes stores visible in program order and its
+ * JIT emits plain moves, so there a compiler barrier is enough; elsewhere
+ * an atomic add orders them. */
+static __always_inline void stream_publish(const struct stream_claim* c) {
+  struct rss_stream_position* at = c->at;
 #if defined(__TARGET_ARCH_x86)
   asm volatile("" ::: "memory");
   *(volatile __u64*)&at->head = at->head + 1;
@@ -158,17 +168,17 @@ static __always_inline void stream_publish(void) {
   *(volatile __u64*)&at->busy = 0;
 }
 
-/* Reserves a record and writes every field once: `flags` joined by the
+/* Claims a record and writes every field once: `flags` joined by the
  * loss mark, the rest zero for the caller to overwrite. Nothing is read back
  * from the record (no `e->flags |= ...`): a load from a record's cold line
  * stalled the program ~50 ns per record here (perf). */
-static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
+static __always_inline struct rss_event* event_reserve(struct stream_claim* c,
+                                                       __u8 kind, __u64 mm,
                                                        __u32 tid, __u32 tgid,
                                                        __u64 start_ns,
                                                        __u8 flags) {
-  struct rss_slot* slot = stream_reserve(&flags);
-  if (!slot) return 0;
-  struct rss_event* e = &slot->event;
+  if (!stream_reserve(c, &flags)) return 0;
+  struct rss_event* e = &c->slot->event;
   e->mm = mm;
   e->aux = 0;
   e->start_ns = start_ns;
@@ -176,7 +186,7 @@ static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
   e->tgid = tgid;
   e->slot = 0;
   e->span_ns = 0;
-  e->cpu = bpf_get_smp_processor_id();
+  e->cpu = c->cpu;
   e->faults = 0;
   e->kind = kind;
   e->member = 0;
@@ -187,6 +197,8 @@ static __always_inline struct rss_event* event_reserve(__u8 kind, __u64 mm,
 
 /* User space polls on a timer: nothing wakes it (a wake-up per record
  * costs ~20x the record itself, KERNEL.md). */
-static __always_inline void event_submit(void) { stream_publish(); }
+static __always_inline void event_submit(const struct stream_claim* c) {
+  stream_publish(c);
+}
 
 #endif

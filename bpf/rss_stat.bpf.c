@@ -186,8 +186,9 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
 
   /* Reserve before reading `count`: a record earlier in the sequence then
    * always has its add before this record's read (the daemon relies on it). */
-  struct rss_event* e =
-      event_reserve(RSS_EV_UPDATE, (__u64)mm, tid, tgid, start_ns, flags);
+  struct stream_claim claim;
+  struct rss_event* e = event_reserve(&claim, RSS_EV_UPDATE, (__u64)mm, tid,
+                                      tgid, start_ns, flags);
   if (!e) return 0;
   e->member = member;
   e->faults = faults;
@@ -205,6 +206,6 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     e->span_ns = bpf_ktime_get_ns() - start_ns;
   }
   note_seen(cs, noted, (__u64)mm, epoch, member, after);
-  event_submit();
+  event_submit(&claim);
   return 0;
 }

@@ -23,12 +23,12 @@ static long inject_one(__u32 i, struct inject_args* a) {
   struct rss_event* rec = bpf_map_lookup_elem(&records, &key);
   if (!rec) return 1;
   __u8 flags = rec->flags;
-  struct rss_slot* slot = stream_reserve(&flags);
-  if (!slot) {
+  struct stream_claim claim;
+  if (!stream_reserve(&claim, &flags)) {
     a->full += 1;
     return 0;
   }
-  struct rss_event* e = &slot->event;
+  struct rss_event* e = &claim.slot->event;
   __builtin_memcpy(e, rec, sizeof(*e));
   e->flags = flags; /* the loss mark stream_reserve() joined, if any */
   /* The capture's own records of live processes share the streams: an mm of
@@ -39,7 +39,7 @@ static long inject_one(__u32 i, struct inject_args* a) {
   /* Live time, so the daemon's grace and resync clocks apply as usual;
    * an untimed update stays untimed. */
   if (rec->start_ns) e->start_ns = bpf_ktime_get_ns();
-  stream_publish();
+  stream_publish(&claim);
   a->written += 1;
   return 0;
 }

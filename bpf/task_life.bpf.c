@@ -14,13 +14,14 @@
  * Simulations and workloads still produce both. */
 #include "capture.bpf.h"
 
-static __always_inline struct rss_event* task_event(__u8 kind,
+static __always_inline struct rss_event* task_event(struct stream_claim* c,
+                                                    __u8 kind,
                                                     struct task_struct* task,
                                                     __u64 mm, __u8 flags) {
   __u64 start_ns = bpf_ktime_get_ns();
   __u32 tgid = task->tgid;
   if (!mm_wanted(mm, tgid, false)) return 0;
-  return event_reserve(kind, mm, task->pid, tgid, start_ns, flags);
+  return event_reserve(c, kind, mm, task->pid, tgid, start_ns, flags);
 }
 
 /* Fires in copy_process() after copy_mm(): task->mm is the child's own mm,
@@ -29,10 +30,11 @@ SEC("tp_btf/task_newtask")
 int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
   __u64 mm = (__u64)task->mm;
   if (!mm) return 0; /* kernel thread */
-  struct rss_event* e = task_event(RSS_EV_NEW_TASK, task, mm, 0);
+  struct stream_claim claim;
+  struct rss_event* e = task_event(&claim, RSS_EV_NEW_TASK, task, mm, 0);
   if (!e) return 0;
   e->aux = clone_flags;
-  event_submit();
+  event_submit(&claim);
   return 0;
 }
 
@@ -43,9 +45,11 @@ int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_sched_process_exec, struct task_struct* task, pid_t old_pid,
              struct linux_binprm* bprm) {
-  struct rss_event* e = task_event(RSS_EV_EXEC, task, (__u64)task->mm, 0);
+  struct stream_claim claim;
+  struct rss_event* e =
+      task_event(&claim, RSS_EV_EXEC, task, (__u64)task->mm, 0);
   if (!e) return 0;
-  event_submit();
+  event_submit(&claim);
   return 0;
 }
 
@@ -54,8 +58,9 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
   __u64 mm = (__u64)task->mm;
   if (!mm) return 0;
-  struct rss_event* e =
-      task_event(RSS_EV_EXIT, task, mm, group_dead ? RSS_EVF_GROUP_DEAD : 0);
+  struct stream_claim claim;
+  struct rss_event* e = task_event(&claim, RSS_EV_EXIT, task, mm,
+                                   group_dead ? RSS_EVF_GROUP_DEAD : 0);
   if (!e) return 0;
   if (group_dead) {
     /* A shell reaps its child within microseconds, long before the daemon
@@ -70,7 +75,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
       bpf_get_current_comm(who->comm, sizeof(who->comm));
     }
   }
-  event_submit();
+  event_submit(&claim);
   return 0;
 }
 
@@ -82,9 +87,10 @@ int BPF_PROG(on_exit_mmap, struct mm_struct* mm) {
   __u64 start_ns = bpf_ktime_get_ns();
   __u64 id = bpf_get_current_pid_tgid();
   if (!mm_wanted((__u64)mm, id >> 32, false)) return 0;
-  struct rss_event* e = event_reserve(RSS_EV_EXIT_MMAP, (__u64)mm, (__u32)id,
-                                      id >> 32, start_ns, 0);
+  struct stream_claim claim;
+  struct rss_event* e = event_reserve(&claim, RSS_EV_EXIT_MMAP, (__u64)mm,
+                                      (__u32)id, id >> 32, start_ns, 0);
   if (!e) return 0;
-  event_submit();
+  event_submit(&claim);
   return 0;
 }

@@ -31,10 +31,10 @@ int BPF_PROG(tp_ring_floor, struct mm_struct* mm, int member) {
 SEC("tp_btf/rss_stat")
 int BPF_PROG(tp_pcpu_floor, struct mm_struct* mm, int member) {
   __u8 flags = 0;
-  struct rss_slot* slot = stream_reserve(&flags);
-  if (!slot) return 0;
-  __builtin_memset(&slot->event, 0, sizeof(slot->event));
-  stream_publish();
+  struct stream_claim claim;
+  if (!stream_reserve(&claim, &flags)) return 0;
+  __builtin_memset(&claim.slot->event, 0, sizeof(claim.slot->event));
+  stream_publish(&claim);
   return 0;
 }
 
