@@ -277,6 +277,7 @@ void print_json(const Report& r) {
       {"btf", r.support.btf},
       {"tp_btf_targets", r.support.tracepoints},
       {"mmapable_arrays", optional_json(r.streams.present)},
+      {"host_pid_namespace", r.support.host_pids},
       {"counting_scheme", percpu ? "percpu_counter" : "atomic_per_task_cache"},
       {"counting_scheme_from", r.scheme_source},
       {"batch", percpu ? nlohmann::json(r.host.upstream_batch)
@@ -339,6 +340,9 @@ void print_human(const Report& r, SizeUnit unit) {
                      ? "every target: rss_stat, task_newtask, "
                        "sched_process_exec, sched_process_exit, exit_mmap"
                      : "missing some (see below)");
+  line("pids", r.support.host_pids
+                   ? "the host's PID namespace, as the kernel reports them"
+                   : "not the host's (see below)");
   line("streams",
        r.streams.present
            ? fmt::format("{} ({})", *r.streams.present ? "yes" : "no",

@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "rssaudit.skel.h"
 
@@ -22,6 +25,31 @@ constexpr const char* kTracepoints[] = {
     "rss_stat",           "task_newtask", "sched_process_exec",
     "sched_process_exit", "exit_mmap",
 };
+
+// The inode of the initial PID namespace, fixed since Linux 3.8
+// (PROC_PID_INIT_INO in include/linux/proc_ns.h; not in the uapi headers).
+constexpr ino_t kInitialPidNamespaceInode = 0xEFFFFFFCU;
+
+// Empty when the kernel's pids are ours and /proc's, else why not.
+std::string pid_namespace_problem() {
+  struct stat ns {};
+  // Without CONFIG_PID_NS there is no /proc/self/ns/pid, and one namespace.
+  if (stat("/proc/self/ns/pid", &ns) == 0 &&
+      ns.st_ino != kInitialPidNamespaceInode)
+    return "running in a PID namespace other than the host's "
+           "(/proc/self/ns/pid is not pid:[4026531836]), where the host's "
+           "pids that the kernel reports mean nothing: run in the host's "
+           "PID namespace (docker run --pid=host, Kubernetes hostPID: true)";
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self", ec);
+  if (ec) return "/proc/self: " + ec.message() + " (is /proc mounted?)";
+  if (self.string() != std::to_string(getpid()))
+    return fmt::format(
+        "/proc belongs to another PID namespace (/proc/self is {}, this "
+        "process is pid {}): mount the host's /proc",
+        self.string(), getpid());
+  return {};
+}
 
 // libbpf's messages while opening/loading, to quote in an error (the
 // verifier log included). Kept short: the end says what went wrong.
@@ -121,6 +149,9 @@ CaptureSupport probe_capture_support() {
     }
     btf__free(b);
   }
+  const std::string pids = pid_namespace_problem();
+  s.host_pids = pids.empty();
+  if (!s.host_pids) s.missing += pids + "; ";
   if (!s.root)
     s.missing += "not root: loading BPF needs CAP_BPF and CAP_PERFMON; ";
   if (!s.btf)

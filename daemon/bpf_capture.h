@@ -45,6 +45,11 @@ struct CaptureSupport {
   bool btf = false;          // /sys/kernel/btf/vmlinux loads
   bool percpu_rss = false;   // mm->rss_stat is struct percpu_counter[] (6.2+)
   bool tracepoints = false;  // every tp_btf target has its btf_trace_ type
+  // The pids the kernel reports (task->tgid, in the initial PID namespace)
+  // are this process's own and those /proc shows: false in a container
+  // without the host's PID namespace, where every /proc read by pid would
+  // find no process, or another one.
+  bool host_pids = false;
   // Empty when capture can run, else what is missing, for a human.
   std::string missing;
 };

@@ -38,7 +38,8 @@ TEST(CheckCli, JsonDescribesThisHost) {
   EXPECT_EQ(j["online_cpus"], cpus);
   EXPECT_GE(j["possible_cpus"].get<int>(), cpus);
   EXPECT_EQ(j["page_size"], sysconf(_SC_PAGESIZE));
-  for (const char* key : {"btf", "tp_btf_targets", "root", "can_capture"})
+  for (const char* key :
+       {"btf", "tp_btf_targets", "host_pid_namespace", "root", "can_capture"})
     EXPECT_TRUE(j[key].is_boolean()) << key;
   ASSERT_TRUE(j["capabilities"].is_object());
   for (const char* cap :
@@ -72,8 +73,26 @@ TEST(CheckCli, RootOnThisKernelCanCapture) {
   EXPECT_EQ(j["btf"], true);
   EXPECT_EQ(j["tp_btf_targets"], true);
   EXPECT_EQ(j["mmapable_arrays"], true);
+  EXPECT_EQ(j["host_pid_namespace"], true);
   EXPECT_EQ(j["capabilities"]["CAP_BPF"], true);
   EXPECT_EQ(j["capabilities"]["CAP_PERFMON"], true);
+}
+
+// In a container without the host's PID namespace every pid the kernel
+// reports is another process's or none: capture is refused, and says so.
+TEST(CheckCli, ChildPidNamespaceCannotCapture) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (unshare --pid)";
+  const auto r = run_command("unshare --pid --fork --mount-proc " + kCli +
+                             " check --json" + kNowhere);
+  if (r.out.empty()) GTEST_SKIP() << "unshare --pid failed: " << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["host_pid_namespace"], false);
+  EXPECT_EQ(j["can_capture"], false);
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_FALSE(j["reasons"].empty());
+  EXPECT_NE(j["reasons"][0].get<std::string>().find("hostPID"),
+            std::string::npos)
+      << j["reasons"];
 }
 
 TEST(CheckCli, HumanOutputFits80ColumnsInEveryUnit) {

@@ -47,8 +47,7 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   EXPECT_NE(r.err.find("drops=0"), std::string::npos);
   EXPECT_NE(r.err.find("mm tgid="), std::string::npos);
   // Ended and reaped before the summary: still named.
-  EXPECT_NE(r.err.find("comm=python3 alive=false"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("comm=python3 alive=false"), std::string::npos) << r.err;
   for (const char* suffix : {"", "-wal", "-shm"})
     std::filesystem::remove(db + suffix);
 }
@@ -293,6 +292,23 @@ TEST(Daemon, MalformedRecordsInItsStreamsAreCountedNotFatal) {
       << log;
   EXPECT_GT(std::stoull(m[1]), 2048u) << log;
   for (const std::string& f : {rec, err, db, db + "-wal", db + "-shm"})
+    std::filesystem::remove(f);
+}
+
+// A container without the host's PID namespace: the daemon refuses to
+// start, saying what to change, instead of auditing the wrong processes.
+TEST(Daemon, RefusesAChildPidNamespace) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (unshare --pid)";
+  const std::string db = std::filesystem::temp_directory_path() /
+                         ("rssaudit-pidns-" + std::to_string(getpid()) + ".db");
+  const auto r = testing::run_command("unshare --pid --fork --mount-proc " +
+                                      std::string(RSSAUDIT_DAEMON) +
+                                      " --duration 5 --socket none --db " + db);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("PID namespace other than the host's"),
+            std::string::npos)
+      << r.err;
+  for (const std::string& f : {db, db + "-wal", db + "-shm"})
     std::filesystem::remove(f);
 }
 
