@@ -33,4 +33,10 @@ ParseResult<ProcCgroup> parse_proc_cgroup(std::string_view text) {
   return out;
 }
 
+bool cgroup_within(std::string_view path, std::string_view root) {
+  while (root.ends_with('/')) root.remove_suffix(1);  // "/" becomes ""
+  return path.starts_with(root) &&
+         (path.size() == root.size() || path[root.size()] == '/');
+}
+
 }  // namespace rssaudit

@@ -30,4 +30,8 @@ struct ProcCgroup {
 // most one "0::" line.
 ParseResult<ProcCgroup> parse_proc_cgroup(std::string_view text);
 
+// Whether the cgroup v2 `path` is `root` or below it: "/a/b" is within "/a"
+// and "/a/", "/ab" is not; everything is within "/".
+bool cgroup_within(std::string_view path, std::string_view root);
+
 }  // namespace rssaudit

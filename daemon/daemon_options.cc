@@ -20,6 +20,11 @@ std::string check_walk(const std::string& w) {
   return fmt::format("takes 'all' or PIDs, got '{}'", w);
 }
 
+std::string check_cgroup(const std::string& c) {
+  if (c.starts_with('/')) return "";
+  return fmt::format("takes a cgroup v2 path starting with '/', got '{}'", c);
+}
+
 std::string check_listen(const std::string& s) {
   const size_t colon = s.rfind(':');
   if (s.empty()) return "";
@@ -57,6 +62,10 @@ void add_options(CLI::App& app, DaemonOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--comm", o.recorder.comm, "Record only processes named so");
+  app.add_option("--cgroup", o.recorder.cgroup,
+                 "Record only processes in this cgroup v2 or below it "
+                 "(a path as in /proc/PID/cgroup)")
+      ->check(CLI::Validator(check_cgroup, "PATH"));
   app.add_option("--min-rss", o.recorder.min_rss_pages,
                  "Record only processes with at least this many pages");
   app.add_option("--walk", o.walk,

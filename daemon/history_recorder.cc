@@ -36,6 +36,12 @@ HistoryRecorder::Tracked& HistoryRecorder::tracked(
   return t;
 }
 
+bool HistoryRecorder::wanted(const std::string& comm,
+                             const std::string& cgroup) const {
+  return (options_.comm.empty() || comm == options_.comm) &&
+         (options_.cgroup.empty() || cgroup_within(cgroup, options_.cgroup));
+}
+
 const RecordedIdentity* HistoryRecorder::identity(uint64_t mm_addr) const {
   const auto it = tracked_.find(mm_addr);
   if (it == tracked_.end() || it->second.who.process_id == 0) return nullptr;
@@ -58,15 +64,15 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
         r.outcome != SampleOutcome::kReplaced)
       return;  // vanished between events and this tick: normal
     const Sample& s = r.sample;
-    if (!options_.comm.empty() && s.stat.comm != options_.comm) return;
+    // An unreadable cgroup keeps the one recorded before.
+    std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : t.who.cgroup;
+    if (!wanted(s.stat.comm, cgroup)) return;
     if (s.smaps_rollup || s.pagemap) t.last_walk_ns = s.end_ns;
     const uint64_t rss = s.statm.resident;
     if (rss < options_.min_rss_pages) {
       ++stats_.skipped_small;
       return;
     }
-    // An unreadable cgroup keeps the one recorded before.
-    std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : t.who.cgroup;
     const bool first =
         !t.who.process_id || r.outcome == SampleOutcome::kReplaced;
     const int64_t id =
@@ -193,7 +199,7 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
     // Reaped before we looked: start time 0 and an empty comm mean unknown.
     ++stats_.unnamed_exits;
   }
-  if (!options_.comm.empty() && t.who.comm != options_.comm) return false;
+  if (!wanted(t.who.comm, t.who.cgroup)) return false;
   t.who.process_id =
       store_.upsert_process(ProcessIdentity{t.who.pid, t.who.start_ticks},
                             t.who.comm, t.who.cgroup, wall_ns);

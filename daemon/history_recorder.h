@@ -20,6 +20,7 @@ namespace rssaudit {
 
 struct RecorderOptions {
   std::string comm;            // only processes with this comm ("": all)
+  std::string cgroup;          // only this cgroup v2 subtree ("": all)
   uint64_t min_rss_pages = 0;  // smaller processes are tracked, not recorded
 };
 
@@ -80,6 +81,8 @@ class HistoryRecorder {
     uint64_t fidelity_matched_before = 0;
   };
   Tracked& tracked(const AuditPipeline::LiveMm& mm);
+  // Whether a process so named, in that cgroup, passes --comm and --cgroup.
+  bool wanted(const std::string& comm, const std::string& cgroup) const;
   void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
                     int64_t wall_ns);
   void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,

@@ -28,6 +28,19 @@ TEST(ProcCgroup, TheV2LineIsThePathAndV1HierarchiesAreIgnored) {
   EXPECT_EQ(h.value().v2_path, "/build job");
 }
 
+TEST(ProcCgroup, WithinIsTheSubtreeOnPathBoundaries) {
+  const std::string_view service = "/system.slice/nginx.service";
+  EXPECT_TRUE(cgroup_within(service, "/system.slice/nginx.service"));
+  EXPECT_TRUE(cgroup_within(service, "/system.slice"));
+  EXPECT_TRUE(cgroup_within(service, "/system.slice/"));
+  EXPECT_TRUE(cgroup_within(service, "/"));
+  EXPECT_FALSE(cgroup_within(service, "/system.slice/nginx"));
+  EXPECT_FALSE(cgroup_within(service, "/system.slice/nginx.service/worker"));
+  EXPECT_FALSE(cgroup_within(service, "/user.slice"));
+  EXPECT_FALSE(cgroup_within("", "/system.slice"));  // unknown: outside
+  EXPECT_TRUE(cgroup_within("/", "/"));
+}
+
 TEST(ProcCgroup, AV1OnlyHostHasNoPath) {
   const auto r = parse_proc_cgroup("3:cpuset:/\n1:name=systemd:/init.scope\n");
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -28,13 +28,16 @@ class DaemonOptionsTest : public ::testing::Test {
 };
 
 TEST_F(DaemonOptionsTest, FileSetsOptionsAndFlagsWin) {
-  write("sample-interval = 2.5\ntop = 7\nwalk = all\ncomm = postgres\n");
+  write(
+      "sample-interval = 2.5\ntop = 7\nwalk = all\ncomm = postgres\n"
+      "cgroup = /system.slice/postgresql.service\n");
   const LoadedOptions r = load({"--top", "3"});
   ASSERT_TRUE(r.options) << r.error;
   EXPECT_DOUBLE_EQ(r.options->sample_s, 2.5);
   EXPECT_EQ(r.options->top, 3u) << "the flag wins over the file";
   EXPECT_EQ(r.options->walk, std::vector<std::string>{"all"});
   EXPECT_EQ(r.options->recorder.comm, "postgres");
+  EXPECT_EQ(r.options->recorder.cgroup, "/system.slice/postgresql.service");
   EXPECT_EQ(r.options->db, "rssaudit.db") << "unset keys keep defaults";
 }
 
@@ -64,6 +67,8 @@ TEST_F(DaemonOptionsTest, BadValueNamesFileLineAndKey) {
   EXPECT_NE(load({}).error.find(":1: key 'walk'"), std::string::npos);
   write("metrics-listen = localhost\n");
   EXPECT_NE(load({}).error.find("ADDRESS:PORT"), std::string::npos);
+  write("cgroup = system.slice\n");
+  EXPECT_NE(load({}).error.find(":1: key 'cgroup'"), std::string::npos);
   write("metrics-group-by = user\n");
   EXPECT_NE(load({}).error.find(":1: key 'metrics-group-by'"),
             std::string::npos);

@@ -272,6 +272,35 @@ TEST_F(HistoryRecorderTest, MmWithoutUpdatesOrOfALiveProcessGetsNoExitRow) {
   EXPECT_EQ(count("SELECT count(*) FROM processes"), 0);
 }
 
+// --cgroup: a process is recorded when its cgroup v2 path is the one given
+// or below it, and only then; a reload changes it from the next tick.
+TEST_F(HistoryRecorderTest, CgroupFilterRecordsOnlyThatSubtree) {
+  Child child(Child::kWaiting);
+  const auto cgroup =
+      parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
+  ASSERT_TRUE(cgroup.ok());
+  if (!cgroup.value().v2_path) GTEST_SKIP() << "no cgroup v2 on this host";
+  const std::string own = *cgroup.value().v2_path;
+  pipeline_.on_mm_created(key_, true);
+  updates(child.pid(), 20);
+
+  RecorderOptions options;
+  options.cgroup = own + "-elsewhere";
+  recorder_->set_options(options);
+  recorder_->sample(pipeline_, 11 * kSecond);
+  EXPECT_EQ(recorder_->identity(kMmAddr), nullptr) << "outside " << own;
+  EXPECT_EQ(count("SELECT COUNT(*) FROM processes"), 0);
+
+  options.cgroup = own;
+  recorder_->set_options(options);
+  recorder_->sample(pipeline_, 12 * kSecond);
+  const RecordedIdentity* who = recorder_->identity(kMmAddr);
+  ASSERT_NE(who, nullptr);
+  EXPECT_EQ(who->cgroup, own);
+  store_->flush();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 1);
+}
+
 TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
   Child child(Child::kWaiting);
   pipeline_.on_mm_created(key_, true);
