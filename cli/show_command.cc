@@ -115,13 +115,15 @@ void print_sources(const StoredSample& sample, int64_t page_size, SizeUnit unit,
   const ModelErrorRow* upstream = nullptr;
   for (const ModelErrorRow& e : errors)
     if (e.scheme == 0) upstream = &e;
+  // The RSS is three counters, each off by up to the kernel's bound.
   std::string ratio;
-  if (sample.drift && upstream && upstream->bound && *upstream->bound > 0)
-    ratio = fmt::format(
-        " ({:.1f}% of the kernel's bound {})",
-        100.0 * std::abs(double(*sample.drift)) / double(*upstream->bound),
-        size(upstream->bound));
-  fmt::print("\ndrift (approximate - precise): {}{}\n",
+  if (sample.drift && upstream && upstream->bound && *upstream->bound > 0) {
+    const int64_t bound = kRssCounters * *upstream->bound;
+    ratio = fmt::format(" ({:.1f}% of the kernel's bound {})",
+                        100.0 * std::abs(double(*sample.drift)) / double(bound),
+                        size(bound));
+  }
+  fmt::print("\ndrift (approximate - true):    {}{}\n",
              size(sample.drift, true), ratio);
   fmt::print("walk gap (precise - walk):     {}\n",
              size(difference(rss_of(r.precise), r.walk_rss), true));

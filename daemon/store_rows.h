@@ -58,18 +58,25 @@ struct SampleRow {
   bool operator==(const SampleRow&) const = default;
 };
 
-// The samples.drift column: approximate - precise RSS (file + anon + shmem,
-// as VmRSS), from the BPF members when all were read, else from stat_rss.
+// The samples.drift column: the kernel's approximate RSS minus the true one
+// (file + anon + shmem, as VmRSS), both of one moment. From the capture when
+// every member of both is known: the kernel's count and the exact sum of
+// the updates after the same record, as the live view computes it. Else
+// from /proc: stat's rss and status's precise values, read back to back.
+// Never the capture against /proc: they are read a drain apart, and a
+// process faulting meanwhile shows MiB of difference no counter holds (it
+// ranked busy processes at 10x the kernel's bound).
 inline std::optional<int64_t> rss_drift(const SampleRow& r) {
   auto rss = [](const MemberPages& m) -> std::optional<int64_t> {
     if (!m[kFilePages] || !m[kAnonPages] || !m[kShmemPages]) return {};
     return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
   };
-  const std::optional<int64_t> approximate =
-      rss(r.approximate) ? rss(r.approximate) : r.stat_rss;
-  const std::optional<int64_t> precise = rss(r.precise);
-  if (!approximate || !precise) return std::nullopt;
-  return *approximate - *precise;
+  if (const auto approximate = rss(r.approximate), exact = rss(r.exact);
+      approximate && exact)
+    return *approximate - *exact;
+  if (const auto precise = rss(r.precise); r.stat_rss && precise)
+    return *r.stat_rss - *precise;
+  return std::nullopt;
 }
 
 struct ModelErrorRow {

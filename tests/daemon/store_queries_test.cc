@@ -71,6 +71,7 @@ class StoreQueries : public ::testing::Test {
     r.time_ns = time_ns;
     r.approximate = {0, anon + drift, 0, 0};
     r.precise = {0, anon, 0, 0};
+    r.exact = r.precise;
     r.statm_resident = anon;
     return r;
   }

@@ -305,6 +305,21 @@ TEST(StoreSchema, SecondWriterOnTheSameDatabaseIsRefused) {
 
 // ------------------------------------------------------------ round trip --
 
+// Drift compares two values of one moment: the capture's pair, else
+// /proc's, never one of each (read a drain apart).
+TEST(StoreRows, DriftComparesValuesOfOneMoment) {
+  SampleRow r;
+  r.approximate = {100, 500, 0, 0};  // the kernel's count, from BPF
+  r.exact = {101, 504, 0, 0};        // the same record's exact sum
+  r.stat_rss = 640;                  // read later, the process still faulting
+  r.precise = {101, 542, 0, 0};
+  EXPECT_EQ(rss_drift(r), 600 - 605);
+  r.exact[kFilePages].reset();  // not known (joined mid-life, no resync)
+  EXPECT_EQ(rss_drift(r), 640 - 643);
+  r.stat_rss.reset();
+  EXPECT_EQ(rss_drift(r), std::nullopt);
+}
+
 TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
   TempDir dir;
   const std::string path = dir.file("rssaudit.db");
@@ -317,7 +332,7 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
 
   std::vector<SampleRow> rows = {make_sample(p, 11 * kSecond, 10),
                                  make_sample(p, 12 * kSecond, 20)};
-  rows[1].approximate[kAnonPages].reset();  // drift falls back on stat_rss
+  rows[1].exact[kAnonPages].reset();  // drift falls back on /proc
   rows[1].walk = {1, 2, 3, 4};
   rows[1].walk_rss = 7;
   for (const SampleRow& r : rows) store->add_sample(r);
@@ -450,6 +465,7 @@ TEST(StoreRoundTrip, TopDriftRanksProcessesByLargestDriftInTheWindow) {
     SampleRow r = make_sample(p, t, 100);
     r.approximate = {100 + drift, 100, 0, 100};
     r.precise = {100, 100, 0, 100};
+    r.exact = r.precise;
     return r;
   };
   store->add_sample(with_drift(small, 10, 5));
