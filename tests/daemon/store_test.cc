@@ -183,6 +183,36 @@ TEST(StoreSchema, EmptyDatabaseGetsFidelityColumnsAndOnlyTimeIndexes) {
             "model_errors_by_time,samples_by_time");
 }
 
+// Version 3 wrote the capture's count minus /proc's precise value, read a
+// drain apart; the upgrade recomputes such rows as rss_drift() does now.
+TEST(StoreSchema, VersionThreeDriftIsRecomputedFromValuesOfOneMoment) {
+  TempDir dir;
+  const std::string path = dir.file("v3.db");
+  ASSERT_TRUE(Database::create_at_version(path, 3).ok());
+  {
+    RawDb v3(path);
+    v3.exec(
+        "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
+        "NULL);"
+        "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, 3000, "
+        "NULL, NULL, NULL);"
+        // Faulting between the drain and the /proc read: 40 pages apart.
+        "INSERT INTO samples (process_id, time_ns, approx_file, approx_anon, "
+        "approx_shmem, stat_rss, precise_file, precise_anon, precise_shmem, "
+        "exact_file, exact_anon, exact_shmem, drift) VALUES "
+        "(1, 1000, 10, 500, 0, 548, 10, 542, 0, 10, 503, 0, -42),"
+        // Joined mid-life: no exact value, so /proc's own pair.
+        "(1, 2000, 10, 500, 0, 548, 10, 542, 0, NULL, NULL, NULL, -42),"
+        // No capture values: stat_rss - precise already, kept.
+        "(1, 3000, NULL, NULL, NULL, 548, 10, 542, 0, NULL, NULL, NULL, -4);");
+  }
+  ASSERT_NE(open_store(path), nullptr);
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT group_concat(drift, ',') FROM (SELECT drift FROM "
+                    "samples ORDER BY time_ns)"),
+            "-3,-4,-4");
+}
+
 TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
