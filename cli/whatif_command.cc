@@ -234,11 +234,15 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
              st.updates, st.ambiguous, mms.size(), mms.size() == 1 ? "" : "s",
              s.kind == "live" ? fmt::format(", {} dropped", s.drops) : "");
   if (s.models_as_recorded) {
+    // Only an mm seen from its creation is compared with the kernel.
     const uint64_t checked = p.fidelity_checked();
     fmt::print(
-        "models on the host's {} CPUs; upstream fidelity {:.4f}% of {}\n",
+        "models on the host's {} CPUs; upstream fidelity {}\n",
         s.models.nr_cpus,
-        checked ? 100.0 * p.fidelity_matched() / checked : 100.0, checked);
+        checked ? fmt::format("{:.4f}% of {}",
+                              100.0 * p.fidelity_matched() / checked, checked)
+                : std::string("not measured (no mm seen from its "
+                              "creation)"));
   } else {
     fmt::print(
         "models as if on {} CPUs (batch {}): fidelity to the kernel not "

@@ -105,6 +105,20 @@ TEST_F(WhatifKernelTest, LiveProcess) {
   expect_child_mm(j, child, true);
 }
 
+// A process that existed before the capture is never compared with the
+// kernel's count: the text says so rather than "100% of 0".
+TEST_F(WhatifKernelTest, LiveProcessInTextSaysFidelityIsNotMeasured) {
+  const pid_t child = spawn_faulting_child(500'000);
+  const auto r = testing::run_command(kCli + " whatif --duration 3 --pid " +
+                                      std::to_string(child));
+  waitpid(child, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("upstream fidelity not measured"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("existed before the capture"), std::string::npos)
+      << r.out;
+}
+
 TEST_F(WhatifKernelTest, RecordingOfAProcessAndItsReevaluation) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("rssaudit-whatif-kernel-" + std::to_string(getpid()));
