@@ -180,14 +180,6 @@ nlohmann::json ask_daemon(const std::string& socket_path,
   return std::move(*r.value);
 }
 
-std::string fidelity_text(uint64_t matched, uint64_t checked) {
-  if (checked == 0) return "-";
-  const double percent =
-      std::floor(10000.0 * double(matched) / double(checked)) / 100.0;
-  return fmt::format("{:.2f}% ({} of {} checked updates)", percent, matched,
-                     checked);
-}
-
 DaemonHealth health_of(const nlohmann::json& response) {
   auto it = response.find("health");
   if (it == response.end())

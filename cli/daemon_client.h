@@ -27,10 +27,6 @@ nlohmann::json ask_daemon(
     const std::string& socket_path, const Request& request,
     std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
-// "99.99% (999990 of 1000000 checked updates)", or "-" before any check.
-// Rounded down: a model that missed once never reads as 100%.
-std::string fidelity_text(uint64_t matched, uint64_t checked);
-
 // A part of a response, or a failure naming the field the daemon got wrong.
 DaemonHealth health_of(const nlohmann::json& response);
 LiveProcess process_of(const nlohmann::json& j, const std::string& where);

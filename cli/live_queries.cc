@@ -12,6 +12,7 @@
 #include "cli/daemon_client.h"
 #include "cli/errors.h"
 #include "cli/time_args.h"
+#include "cli/units.h"
 #include "core/scheme_set.h"
 
 namespace rssaudit::cli {

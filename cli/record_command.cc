@@ -14,6 +14,7 @@
 
 #include "cli/errors.h"
 #include "cli/query_support.h"
+#include "cli/units.h"
 #include "daemon/bpf_capture.h"
 #include "daemon/recording.h"
 
@@ -81,8 +82,6 @@ void replay(const ReplayOptions& o) {
   std::vector<MmSummary> mms = pipeline->summaries();
   rank_by_error(mms);
   const uint64_t checked = pipeline->fidelity_checked();
-  const double fidelity =
-      checked ? 100.0 * pipeline->fidelity_matched() / checked : 100.0;
   if (o.json) {
     nlohmann::json j = {{"kernel", r.header.kernel_release},
                         {"host", r.header.host_name},
@@ -120,9 +119,9 @@ void replay(const ReplayOptions& o) {
     fmt::print("{}: kernel {}, {} CPUs, batch {}, {} events, {} mms\n", o.input,
                r.header.kernel_release, r.header.nr_cpu_ids,
                r.header.percpu_batch, r.events, mms.size());
-    fmt::print("updates {} exact {} ambiguous {}; fidelity {:.4f}% of {}\n\n",
-               r.stats.updates, r.stats.exact, r.stats.ambiguous, fidelity,
-               checked);
+    fmt::print("updates {} exact {} ambiguous {}\nfidelity {}\n\n",
+               r.stats.updates, r.stats.exact, r.stats.ambiguous,
+               fidelity_text(pipeline->fidelity_matched(), checked));
     fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", "tgid",
                "alive", "updates", "exact pg", "kernel pg", "drift", "peak pg",
                "max err");

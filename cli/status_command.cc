@@ -10,6 +10,7 @@
 #include "cli/daemon_client.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
+#include "cli/units.h"
 #include "core/live_view_json.h"
 
 namespace rssaudit::cli {
@@ -54,9 +55,7 @@ void run(const StatusOptions& o) {
   fmt::print("  losses   {} lost in capture (stream full), {} ambiguous\n",
              h.drops, h.ambiguous);
   fmt::print("  fidelity {}\n",
-             h.fidelity_checked
-                 ? fidelity_text(h.fidelity_matched, h.fidelity_checked)
-                 : "- (no update checked yet)");
+             fidelity_text(h.fidelity_matched, h.fidelity_checked));
   fmt::print("  live mms {}\n", h.live_mms);
   fmt::print("  store    {}\n", h.store_error.empty()
                                     ? "writing"

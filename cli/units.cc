@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "core/topology.h"
@@ -35,6 +36,14 @@ void add_unit_options(CLI::App& sub, UnitOptions& o) {
   CLI::Option* pages =
       sub.add_flag("--pages", o.pages, "Memory amounts in pages");
   sub.add_flag("--bytes", o.bytes, "Memory amounts in bytes")->excludes(pages);
+}
+
+std::string fidelity_text(uint64_t matched, uint64_t checked) {
+  if (checked == 0) return "not measured (no update compared with the kernel)";
+  const double percent =
+      std::floor(10000.0 * double(matched) / double(checked)) / 100.0;
+  return fmt::format("{:.2f}% ({} of {} checked updates)", percent, matched,
+                     checked);
 }
 
 }  // namespace rssaudit::cli

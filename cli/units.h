@@ -1,4 +1,4 @@
-// Human units for page counts.
+// Human units for page counts, and the fidelity ratio.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -31,5 +31,10 @@ void add_unit_options(CLI::App& sub, UnitOptions& o);
 // "384 pg" or "1572864 B". Signed amounts (drift) get an explicit "+".
 std::string format_size(int64_t pages, int64_t page_size, SizeUnit unit,
                         bool show_plus = false);
+
+// "99.99% (999990 of 1000000 checked updates)", or "not measured" when no
+// update was compared with the kernel's count (an mm not seen from its
+// creation). Rounded down: a model that missed once never reads as 100%.
+std::string fidelity_text(uint64_t matched, uint64_t checked);
 
 }  // namespace rssaudit::cli

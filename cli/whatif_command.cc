@@ -19,6 +19,7 @@
 
 #include "cli/errors.h"
 #include "cli/scheme_report.h"
+#include "cli/units.h"
 #include "core/hpcc_tree.h"
 #include "core/record_format.h"
 #include "daemon/audit_pipeline.h"
@@ -234,15 +235,9 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
              st.updates, st.ambiguous, mms.size(), mms.size() == 1 ? "" : "s",
              s.kind == "live" ? fmt::format(", {} dropped", s.drops) : "");
   if (s.models_as_recorded) {
-    // Only an mm seen from its creation is compared with the kernel.
-    const uint64_t checked = p.fidelity_checked();
-    fmt::print(
-        "models on the host's {} CPUs; upstream fidelity {}\n",
-        s.models.nr_cpus,
-        checked ? fmt::format("{:.4f}% of {}",
-                              100.0 * p.fidelity_matched() / checked, checked)
-                : std::string("not measured (no mm seen from its "
-                              "creation)"));
+    fmt::print("models on the host's {} CPUs\nupstream fidelity {}\n",
+               s.models.nr_cpus,
+               fidelity_text(p.fidelity_matched(), p.fidelity_checked()));
   } else {
     fmt::print(
         "models as if on {} CPUs (batch {}): fidelity to the kernel not "
