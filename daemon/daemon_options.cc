@@ -68,6 +68,9 @@ void add_options(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Validator(check_cgroup, "PATH"));
   app.add_option("--min-rss", o.recorder.min_rss_pages,
                  "Record only processes with at least this many pages");
+  app.add_option("--min-updates", o.recorder.min_updates,
+                 "Record only processes that made at least this many RSS "
+                 "counter updates");
   app.add_option("--walk", o.walk,
                  "Page-table walks (smaps_rollup, pagemap): 'all' or PIDs")
       ->delimiter(',')

@@ -36,9 +36,10 @@ HistoryRecorder::Tracked& HistoryRecorder::tracked(
   return t;
 }
 
-bool HistoryRecorder::wanted(const std::string& comm,
-                             const std::string& cgroup) const {
-  return (options_.comm.empty() || comm == options_.comm) &&
+bool HistoryRecorder::wanted(const std::string& comm, const std::string& cgroup,
+                             uint64_t updates) const {
+  return updates >= options_.min_updates &&
+         (options_.comm.empty() || comm == options_.comm) &&
          (options_.cgroup.empty() || cgroup_within(cgroup, options_.cgroup));
 }
 
@@ -66,7 +67,7 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
     const Sample& s = r.sample;
     // An unreadable cgroup keeps the one recorded before.
     std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : t.who.cgroup;
-    if (!wanted(s.stat.comm, cgroup)) return;
+    if (!wanted(s.stat.comm, cgroup, mm.summary.updates)) return;
     if (s.smaps_rollup || s.pagemap) t.last_walk_ns = s.end_ns;
     const uint64_t rss = s.statm.resident;
     if (rss < options_.min_rss_pages) {
@@ -199,7 +200,7 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
     // Reaped before we looked: start time 0 and an empty comm mean unknown.
     ++stats_.unnamed_exits;
   }
-  if (!wanted(t.who.comm, t.who.cgroup)) return false;
+  if (!wanted(t.who.comm, t.who.cgroup, mm.summary.updates)) return false;
   t.who.process_id =
       store_.upsert_process(ProcessIdentity{t.who.pid, t.who.start_ticks},
                             t.who.comm, t.who.cgroup, wall_ns);

@@ -22,6 +22,9 @@ struct RecorderOptions {
   std::string comm;            // only processes with this comm ("": all)
   std::string cgroup;          // only this cgroup v2 subtree ("": all)
   uint64_t min_rss_pages = 0;  // smaller processes are tracked, not recorded
+  // Processes whose mm made fewer RSS counter updates so far (the activity
+  // the audit saw) are tracked, not recorded.
+  uint64_t min_updates = 0;
 };
 
 struct RecorderStats {
@@ -81,8 +84,10 @@ class HistoryRecorder {
     uint64_t fidelity_matched_before = 0;
   };
   Tracked& tracked(const AuditPipeline::LiveMm& mm);
-  // Whether a process so named, in that cgroup, passes --comm and --cgroup.
-  bool wanted(const std::string& comm, const std::string& cgroup) const;
+  // Whether a process so named, in that cgroup, whose mm made `updates`,
+  // passes --comm, --cgroup and --min-updates.
+  bool wanted(const std::string& comm, const std::string& cgroup,
+              uint64_t updates) const;
   void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
                     int64_t wall_ns);
   void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,

@@ -30,7 +30,7 @@ class DaemonOptionsTest : public ::testing::Test {
 TEST_F(DaemonOptionsTest, FileSetsOptionsAndFlagsWin) {
   write(
       "sample-interval = 2.5\ntop = 7\nwalk = all\ncomm = postgres\n"
-      "cgroup = /system.slice/postgresql.service\n");
+      "cgroup = /system.slice/postgresql.service\nmin-updates = 1000\n");
   const LoadedOptions r = load({"--top", "3"});
   ASSERT_TRUE(r.options) << r.error;
   EXPECT_DOUBLE_EQ(r.options->sample_s, 2.5);
@@ -38,6 +38,7 @@ TEST_F(DaemonOptionsTest, FileSetsOptionsAndFlagsWin) {
   EXPECT_EQ(r.options->walk, std::vector<std::string>{"all"});
   EXPECT_EQ(r.options->recorder.comm, "postgres");
   EXPECT_EQ(r.options->recorder.cgroup, "/system.slice/postgresql.service");
+  EXPECT_EQ(r.options->recorder.min_updates, 1000u);
   EXPECT_EQ(r.options->db, "rssaudit.db") << "unset keys keep defaults";
 }
 

@@ -301,6 +301,24 @@ TEST_F(HistoryRecorderTest, CgroupFilterRecordsOnlyThatSubtree) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 1);
 }
 
+// --min-updates: a process is recorded once its mm made that many updates,
+// from the tick that sees them on.
+TEST_F(HistoryRecorderTest, MinUpdatesRecordsOnlyBusyProcesses) {
+  Child child(Child::kWaiting);
+  RecorderOptions options;
+  options.min_updates = 30;
+  recorder_->set_options(options);
+  pipeline_.on_mm_created(key_, true);
+  updates(child.pid(), 20);
+  recorder_->sample(pipeline_, 11 * kSecond);
+  EXPECT_EQ(recorder_->identity(kMmAddr), nullptr) << "20 of 30 updates";
+  updates(child.pid(), 10);
+  recorder_->sample(pipeline_, 12 * kSecond);
+  ASSERT_NE(recorder_->identity(kMmAddr), nullptr) << "30 of 30";
+  store_->flush();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 1);
+}
+
 TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
   Child child(Child::kWaiting);
   pipeline_.on_mm_created(key_, true);
