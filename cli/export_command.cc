@@ -212,7 +212,7 @@ std::string label_of(const ProcessSummary& p) {
 std::string drift_chart(StoreReader& reader, const Context& c,
                         const std::vector<ProcessWindow>& offenders) {
   svg::LineChart chart;
-  chart.title = "RSS drift (approximate - true) over time, top offenders";
+  chart.title = "RSS drift (approximate - precise) over time, top offenders";
   double largest = 0;
   for (const ProcessWindow& w : offenders) {
     svg::Series s{label_of(w.process), {}};

@@ -123,7 +123,7 @@ void print_sources(const StoredSample& sample, int64_t page_size, SizeUnit unit,
                         100.0 * std::abs(double(*sample.drift)) / double(bound),
                         size(bound));
   }
-  fmt::print("\ndrift (approximate - true):    {}{}\n",
+  fmt::print("\ndrift (approximate - precise): {}{}\n",
              size(sample.drift, true), ratio);
   fmt::print("walk gap (precise - walk):     {}\n",
              size(difference(rss_of(r.precise), r.walk_rss), true));

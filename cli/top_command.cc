@@ -99,7 +99,7 @@ void run(const TopOptions& o) {
 void register_top(CLI::App& app) {
   auto o = std::make_shared<TopOptions>();
   CLI::App* sub = app.add_subcommand(
-      "top", "Processes ranked by RSS drift (approximate - true)");
+      "top", "Processes ranked by RSS drift (approximate - precise)");
   add_query_options(*sub, o->query);
   add_window_options(*sub, o->since, o->until);
   sub->add_option("--sort", o->sort,
