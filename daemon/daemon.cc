@@ -202,8 +202,7 @@ class Daemon {
         [this](uint64_t mm, uint32_t tgid) -> std::optional<ProcessLabels> {
           if (const RecordedIdentity* id = recorder_.identity(mm))
             return ProcessLabels{id->start_ticks, id->comm, id->cgroup};
-          // Not recorded (a filter such as --comm, or not sampled yet):
-          // /proc.
+          // Not recorded (filtered out, or not sampled yet): /proc.
           const IdentityResult who = sampler_.identify(tgid);
           if (!who.stat) return std::nullopt;
           ProcessLabels l{who.stat->start_time, who.stat->comm, {}};
