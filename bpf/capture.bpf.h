@@ -152,10 +152,11 @@ lost:
   return false;
 }
 
-/* Publishes the record of a claim: the record's writes must be visible
- * before the new head. x86 makes stores visible in program order and its
- * JIT emits plain moves, so there a compiler barrier is enough; elsewhere
- * an atomic add orders them. */
+/* Publishes the record of a claim. Nothing wakes user space, which polls on
+ * a timer (a wake-up per record costs ~20x the record itself, KERNEL.md).
+ * The record's writes must be visible before the new head. x86 makes stores
+ * visible in program order and its JIT emits plain moves, so there a compiler
+ * barrier is enough; elsewhere an atomic add orders them. */
 static __always_inline void stream_publish(const struct stream_claim* c) {
   struct rss_stream_position* at = c->at;
 #if defined(__TARGET_ARCH_x86)
@@ -193,12 +194,6 @@ static __always_inline struct rss_event* event_reserve(struct stream_claim* c,
   e->flags = flags;
   e->pad = 0;
   return e;
-}
-
-/* User space polls on a timer: nothing wakes it (a wake-up per record
- * costs ~20x the record itself, KERNEL.md). */
-static __always_inline void event_submit(const struct stream_claim* c) {
-  stream_publish(c);
 }
 
 #endif

@@ -206,6 +206,6 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     e->span_ns = bpf_ktime_get_ns() - start_ns;
   }
   note_seen(cs, noted, (__u64)mm, epoch, member, after);
-  event_submit(&claim);
+  stream_publish(&claim);
   return 0;
 }

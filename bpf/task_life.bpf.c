@@ -34,7 +34,7 @@ int BPF_PROG(on_task_newtask, struct task_struct* task, __u64 clone_flags) {
   struct rss_event* e = task_event(&claim, RSS_EV_NEW_TASK, task, mm, 0);
   if (!e) return 0;
   e->aux = clone_flags;
-  event_submit(&claim);
+  stream_publish(&claim);
   return 0;
 }
 
@@ -49,7 +49,7 @@ int BPF_PROG(on_sched_process_exec, struct task_struct* task, pid_t old_pid,
   struct rss_event* e =
       task_event(&claim, RSS_EV_EXEC, task, (__u64)task->mm, 0);
   if (!e) return 0;
-  event_submit(&claim);
+  stream_publish(&claim);
   return 0;
 }
 
@@ -75,7 +75,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
       bpf_get_current_comm(who->comm, sizeof(who->comm));
     }
   }
-  event_submit(&claim);
+  stream_publish(&claim);
   return 0;
 }
 
@@ -91,6 +91,6 @@ int BPF_PROG(on_exit_mmap, struct mm_struct* mm) {
   struct rss_event* e = event_reserve(&claim, RSS_EV_EXIT_MMAP, (__u64)mm,
                                       (__u32)id, id >> 32, start_ns, 0);
   if (!e) return 0;
-  event_submit(&claim);
+  stream_publish(&claim);
   return 0;
 }

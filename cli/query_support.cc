@@ -114,10 +114,20 @@ std::optional<int64_t> resident_pages(const SampleRow& r) {
   return r.statm_resident ? r.statm_resident : r.stat_rss;
 }
 
+std::optional<int64_t> rss_bound(std::optional<int64_t> counter_bound) {
+  if (!counter_bound || *counter_bound <= 0) return std::nullopt;
+  return kRssCounters * *counter_bound;
+}
+
+std::optional<double> drift_to_bound(std::optional<int64_t> drift,
+                                     std::optional<int64_t> counter_bound) {
+  const std::optional<int64_t> bound = rss_bound(counter_bound);
+  if (!drift || !bound) return std::nullopt;
+  return std::abs(double(*drift)) / double(*bound);
+}
+
 std::optional<double> drift_to_bound(const ProcessWindow& w) {
-  if (!w.worst_drift || !w.bound || *w.bound <= 0) return std::nullopt;
-  // The stored bound is per counter; the drift is of RSS.
-  return std::abs(double(*w.worst_drift)) / (kRssCounters * double(*w.bound));
+  return drift_to_bound(w.worst_drift, w.bound);
 }
 
 void rank(std::vector<ProcessWindow>& windows, TopSort by) {

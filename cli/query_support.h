@@ -71,7 +71,12 @@ int64_t page_size_of_run(StoreReader& reader, int64_t run_id);
 // statm's resident, else stat's approximate RSS.
 std::optional<int64_t> resident_pages(const SampleRow& r);
 
-// |largest drift| / the kernel's bound, when both are known.
+// |RSS drift| / the kernel's bound on it, when both are known: the stored
+// bound is per counter, and the RSS is kRssCounters of them.
+std::optional<int64_t> rss_bound(std::optional<int64_t> counter_bound);
+std::optional<double> drift_to_bound(std::optional<int64_t> drift,
+                                     std::optional<int64_t> counter_bound);
+// The same for the window's largest drift.
 std::optional<double> drift_to_bound(const ProcessWindow& w);
 
 enum class TopSort { kDrift, kRatio, kRss };

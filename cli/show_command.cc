@@ -115,14 +115,12 @@ void print_sources(const StoredSample& sample, int64_t page_size, SizeUnit unit,
   const ModelErrorRow* upstream = nullptr;
   for (const ModelErrorRow& e : errors)
     if (e.scheme == 0) upstream = &e;
-  // The RSS is three counters, each off by up to the kernel's bound.
+  const std::optional<int64_t> counter_bound =
+      upstream ? upstream->bound : std::nullopt;
   std::string ratio;
-  if (sample.drift && upstream && upstream->bound && *upstream->bound > 0) {
-    const int64_t bound = kRssCounters * *upstream->bound;
-    ratio = fmt::format(" ({:.1f}% of the kernel's bound {})",
-                        100.0 * std::abs(double(*sample.drift)) / double(bound),
-                        size(bound));
-  }
+  if (const auto r = drift_to_bound(sample.drift, counter_bound))
+    ratio = fmt::format(" ({:.1f}% of the kernel's bound {})", 100.0 * *r,
+                        size(rss_bound(counter_bound)));
   fmt::print("\ndrift (approximate - precise): {}{}\n",
              size(sample.drift, true), ratio);
   fmt::print("walk gap (precise - walk):     {}\n",

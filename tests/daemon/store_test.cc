@@ -108,6 +108,18 @@ SampleRow make_sample(int64_t process_id, int64_t time_ns, int64_t v) {
   return r;
 }
 
+// A database at schema `version` holding one run and `rows`, inserted
+// straight in SQL as an rssauditd of that version wrote them: this build's
+// writer only knows the latest schema.
+void old_database(const std::string& path, int version,
+                  const std::string& rows) {
+  ASSERT_TRUE(Database::create_at_version(path, version).ok());
+  RawDb(path).exec(
+      "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
+      "NULL);" +
+      rows);
+}
+
 std::unique_ptr<Store> open_store(const std::string& path,
                                   StoreOptions options = {}) {
   StoreResult<std::unique_ptr<Store>> s = Store::open(path, options);
@@ -188,24 +200,19 @@ TEST(StoreSchema, EmptyDatabaseGetsFidelityColumnsAndOnlyTimeIndexes) {
 TEST(StoreSchema, VersionThreeDriftIsRecomputedFromValuesOfOneMoment) {
   TempDir dir;
   const std::string path = dir.file("v3.db");
-  ASSERT_TRUE(Database::create_at_version(path, 3).ok());
-  {
-    RawDb v3(path);
-    v3.exec(
-        "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
-        "NULL);"
-        "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, 3000, "
-        "NULL, NULL, NULL);"
-        // Faulting between the drain and the /proc read: 40 pages apart.
-        "INSERT INTO samples (process_id, time_ns, approx_file, approx_anon, "
-        "approx_shmem, stat_rss, precise_file, precise_anon, precise_shmem, "
-        "exact_file, exact_anon, exact_shmem, drift) VALUES "
-        "(1, 1000, 10, 500, 0, 548, 10, 542, 0, 10, 503, 0, -42),"
-        // Joined mid-life: no exact value, so /proc's own pair.
-        "(1, 2000, 10, 500, 0, 548, 10, 542, 0, NULL, NULL, NULL, -42),"
-        // No capture values: stat_rss - precise already, kept.
-        "(1, 3000, NULL, NULL, NULL, 548, 10, 542, 0, NULL, NULL, NULL, -4);");
-  }
+  old_database(
+      path, 3,
+      "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, "
+      "3000, NULL, NULL, NULL);"
+      // Faulting between the drain and the /proc read: 40 pages apart.
+      "INSERT INTO samples (process_id, time_ns, approx_file, approx_anon, "
+      "approx_shmem, stat_rss, precise_file, precise_anon, precise_shmem, "
+      "exact_file, exact_anon, exact_shmem, drift) VALUES "
+      "(1, 1000, 10, 500, 0, 548, 10, 542, 0, 10, 503, 0, -42),"
+      // Joined mid-life: no exact value, so /proc's own pair.
+      "(1, 2000, 10, 500, 0, 548, 10, 542, 0, NULL, NULL, NULL, -42),"
+      // No capture values: stat_rss - precise already, kept.
+      "(1, 3000, NULL, NULL, NULL, 548, 10, 542, 0, NULL, NULL, NULL, -4);");
   ASSERT_NE(open_store(path), nullptr);
   RawDb db(path);
   EXPECT_EQ(db.text("SELECT group_concat(drift, ',') FROM (SELECT drift FROM "
@@ -216,21 +223,14 @@ TEST(StoreSchema, VersionThreeDriftIsRecomputedFromValuesOfOneMoment) {
 TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
-  ASSERT_TRUE(Database::create_at_version(path, 1).ok());
-  {
-    // Rows as a version-1 rssauditd wrote them, straight in SQL: this
-    // build's writer only knows the latest schema.
-    RawDb v1(path);
-    v1.exec(
-        "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
-        "NULL);"
-        "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, 3000, "
-        "NULL, NULL);"
-        "INSERT INTO samples (process_id, time_ns, approx_anon, "
-        "precise_anon, drift) VALUES (1, 1000, 5, 4, 1), (1, 2000, 7, 4, 3);"
-        "INSERT INTO model_errors VALUES (1, 1000, 2000, 'upstream', 9, 62, "
-        "3, 6304);");
-  }
+  old_database(
+      path, 1,
+      "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, 3000, "
+      "NULL, NULL);"
+      "INSERT INTO samples (process_id, time_ns, approx_anon, "
+      "precise_anon, drift) VALUES (1, 1000, 5, 4, 1), (1, 2000, 7, 4, 3);"
+      "INSERT INTO model_errors VALUES (1, 1000, 2000, 'upstream', 9, 62, "
+      "3, 6304);");
   std::unique_ptr<Store> store = open_store(path);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), latest_schema_version());
