@@ -315,7 +315,8 @@ class Daemon {
   }
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), reconstructor_.stats(),
-                      capture_->drops(), pipeline_, o_.top, exited_lookup());
+                      capture_->drops(), pipeline_, recorder_.stats(), o_.top,
+                      exited_lookup());
   }
   ExitedLookup exited_lookup() {
     return [this](uint32_t tgid) { return capture_->exited(tgid); };

@@ -71,7 +71,7 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
     if (s.smaps_rollup || s.pagemap) t.last_walk_ns = s.end_ns;
     const uint64_t rss = s.statm.resident;
     if (rss < options_.min_rss_pages) {
-      ++stats_.skipped_small;
+      ++stats_.below_min_rss;
       return;
     }
     const bool first =
@@ -201,6 +201,13 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
     ++stats_.unnamed_exits;
   }
   if (!wanted(t.who.comm, t.who.cgroup, mm.summary.updates)) return false;
+  // At exit_mmap its RSS is gone: the size that counts is its true peak,
+  // when known (an mm seen only partly may have been larger).
+  if (mm.summary.absolute && mm.summary.peak_rss >= 0 &&
+      static_cast<uint64_t>(mm.summary.peak_rss) < options_.min_rss_pages) {
+    ++stats_.below_min_rss;
+    return false;
+  }
   t.who.process_id =
       store_.upsert_process(ProcessIdentity{t.who.pid, t.who.start_ticks},
                             t.who.comm, t.who.cgroup, wall_ns);

@@ -29,8 +29,10 @@ struct RecorderOptions {
 
 struct RecorderStats {
   uint64_t samples_written = 0;
-  uint64_t skipped_small = 0;
-  uint64_t exits = 0;
+  // Samples, and exits of processes never sampled, not written: the RSS
+  // (at exit: the true peak) was under --min-rss.
+  uint64_t below_min_rss = 0;
+  uint64_t exits = 0;     // exits recorded
   uint64_t residues = 0;  // mms whose exact value did not return to 0
   // Exits of processes no tick had sampled (recorded at exit), and how many
   // of them /proc could no longer name (start time 0, comm empty).

@@ -20,7 +20,8 @@ std::string live_comm(uint32_t tgid) {
 
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       const AuditPipeline& pipeline, size_t top,
+                       const AuditPipeline& pipeline,
+                       const RecorderStats& history, size_t top,
                        const ExitedLookup& exited) {
   const uint64_t checked = pipeline.fidelity_checked();
   fmt::print(out,
@@ -32,6 +33,11 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
              stats.inconsistent, drops, stats.bad_records,
              checked ? 100.0 * pipeline.fidelity_matched() / checked : 100.0,
              pipeline.fidelity_matched(), checked);
+  fmt::print(out,
+             "history samples={} below_min_rss={} exits={} "
+             "unsampled_exits={} unnamed_exits={} exit_residues={}\n",
+             history.samples_written, history.below_min_rss, history.exits,
+             history.unsampled_exits, history.unnamed_exits, history.residues);
   rank_by_error(mms);
   if (mms.size() > top) mms.resize(top);
   const auto ended_comm = [&](uint32_t tgid) {

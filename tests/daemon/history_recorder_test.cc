@@ -109,7 +109,8 @@ class HistoryRecorderTest : public ::testing::Test {
 
   // `tgid` faults in (or unmaps) `pages` one at a time, alternating CPUs;
   // the kernel's count is the upstream model's own, as on a real kernel.
-  void updates(uint32_t tgid, int pages) {
+  void updates(uint32_t tgid, int pages) { updates(key_, tgid, pages); }
+  void updates(const MmKey& key, uint32_t tgid, int pages) {
     for (int i = 0; i < std::abs(pages); ++i) {
       Update u;
       u.time_ns = static_cast<uint64_t>(++clock_);
@@ -122,13 +123,14 @@ class HistoryRecorderTest : public ::testing::Test {
       info.end_ns = u.time_ns;
       info.kernel_count = kernel_.approximate(kAnonPages);
       info.tgid = tgid;
-      pipeline_.on_update(key_, u, info);
+      pipeline_.on_update(key, u, info);
     }
   }
-  void mm_ends() {
-    pipeline_.on_life(key_, LifeEvent{LifeKind::kMmExit, 0, 0});
-    pipeline_.on_mm_destroyed(key_);
+  void mm_ends(const MmKey& key) {
+    pipeline_.on_life(key, LifeEvent{LifeKind::kMmExit, 0, 0});
+    pipeline_.on_mm_destroyed(key);
   }
+  void mm_ends() { mm_ends(key_); }
   std::unique_ptr<StoreReader> flushed_reader() {
     const StoreStatus s = store_->flush();
     EXPECT_TRUE(s.ok()) << s.message;
@@ -317,6 +319,32 @@ TEST_F(HistoryRecorderTest, MinUpdatesRecordsOnlyBusyProcesses) {
   ASSERT_NE(recorder_->identity(kMmAddr), nullptr) << "30 of 30";
   store_->flush();
   EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 1);
+}
+
+// --min-rss: a small process gets no rows, neither at ticks nor at its exit
+// (there by its true peak); one whose peak reached the threshold does.
+TEST_F(HistoryRecorderTest, MinRssLeavesOutSmallProcessesAlsoAtExit) {
+  Child child(Child::kZombie);
+  RecorderOptions options;
+  options.min_rss_pages = 30;
+  recorder_->set_options(options);
+  pipeline_.on_mm_created(key_, true);
+  updates(child.pid(), 29);
+  updates(child.pid(), -29);
+  mm_ends();
+  EXPECT_EQ(recorder_->stats().below_min_rss, 1u);
+  store_->flush();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM processes"), 0) << "peak 29 of 30";
+
+  const MmKey next{kMmAddr, 2};
+  pipeline_.on_mm_created(next, true);
+  updates(next, child.pid(), 30);
+  updates(next, child.pid(), -30);
+  mm_ends(next);
+  EXPECT_EQ(recorder_->stats().below_min_rss, 1u);
+  EXPECT_EQ(recorder_->stats().exits, 1u);
+  store_->flush();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM processes WHERE true_peak = 30"), 1);
 }
 
 TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {

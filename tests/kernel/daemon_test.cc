@@ -229,6 +229,10 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
   const auto show = nlohmann::json::parse(testing::slurp(show_file));
   EXPECT_EQ(show.at("comm"), "python3") << show.dump();
   EXPECT_GT(show.at("start_ticks").get<uint64_t>(), 0u) << show.dump();
+  const std::string log = testing::slurp(err);
+  EXPECT_NE(log.find("history samples=0 below_min_rss=0 exits=0 "),
+            std::string::npos)
+      << "the exit summary says nothing was recorded: " << log;
   for (const std::string& f : {err, show_file, db, db + "-wal", db + "-shm"})
     std::filesystem::remove(f);
 }
