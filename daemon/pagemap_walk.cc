@@ -34,28 +34,36 @@ ZeroPagePfns learn_zero_page_pfns() {
   // x86-64's PMD size; checked below against the PFNs seen, so a kernel
   // with another huge page size just leaves the huge zero page unknown.
   constexpr uint64_t kHuge = uint64_t{2} << 20;
-  constexpr size_t kBytes = 3 * kHuge;  // holds an aligned huge page past
-                                        // the first small page
+  // Two small pages, then two aligned huge pages.
+  constexpr size_t kBytes = 4 * kHuge;
   void* map =
       ::mmap(nullptr, kBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map == MAP_FAILED) return zero;
   const auto* base = static_cast<const volatile char*>(map);
+  const auto read_pfn = [&](const volatile char* at) {
+    (void)*at;
+    return own_pfn(fd.get(), at, page);
+  };
 
-  // A read fault on memory THP may not back maps the 4 KiB zero page.
-  ::madvise(map, page, MADV_NOHUGEPAGE);
-  (void)base[0];
-  zero.small = own_pfn(fd.get(), base, page);
+  // A read fault on memory THP may not back maps the 4 KiB zero page; a
+  // kernel that maps none gives each read a page of its own.
+  ::madvise(map, 2 * page, MADV_NOHUGEPAGE);
+  const uint64_t small_a = read_pfn(base), small_b = read_pfn(base + page);
+  if (small_a != 0 && small_a == small_b) zero.small = small_a;
+  zero.unused = small_a != 0 && small_b != 0 && small_a != small_b;
 
   // In a huge-page-aligned, MADV_HUGEPAGE range a read fault maps the huge
-  // zero page when THP and its use_zero_page allow.
+  // zero page when THP and its use_zero_page allow; else a huge page of its
+  // own, which the second range tells apart.
   const uintptr_t aligned_addr =
-      (reinterpret_cast<uintptr_t>(base) + page + kHuge - 1) & ~(kHuge - 1);
+      (reinterpret_cast<uintptr_t>(base) + 2 * page + kHuge - 1) & ~(kHuge - 1);
   const auto* aligned = reinterpret_cast<const volatile char*>(aligned_addr);
-  ::madvise(reinterpret_cast<void*>(aligned_addr), kHuge, MADV_HUGEPAGE);
-  (void)aligned[0];
-  const uint64_t first = own_pfn(fd.get(), aligned, page);
+  ::madvise(reinterpret_cast<void*>(aligned_addr), 2 * kHuge, MADV_HUGEPAGE);
+  const uint64_t first = read_pfn(aligned);
   const uint64_t last = own_pfn(fd.get(), aligned + kHuge - page, page);
-  if (first != 0 && first != zero.small && last == first + kHuge / page - 1) {
+  const uint64_t second = read_pfn(aligned + kHuge);
+  if (zero.small != 0 && first != 0 && first != zero.small && second == first &&
+      last == first + kHuge / page - 1) {
     zero.huge_first = first;
     zero.huge_count = kHuge / page;
   }
@@ -98,7 +106,7 @@ PagemapWalkResult PagemapWalker::walk(const ProcDir& dir, ProcReader& reader) {
   }
   const UniqueFd pagemap(fd);
   PagemapWalk& walk = result.walk;
-  walk.zero_page_known = zero_.small != 0;
+  walk.zero_page_known = zero_.known();
   for (const Vma& vma : vmas.value()) {
     const VmaKind kind = vma.kind();
     // Above the user range pagemap covers, and never in RSS.
@@ -132,7 +140,7 @@ int PagemapWalker::walk_vma(int fd, uint64_t start, uint64_t end,
     const std::span<const uint64_t> entries(
         chunk_.data(), static_cast<size_t>(n) / kEntryBytes);
     kind += tally_pagemap(entries);
-    if (walk.zero_page_known) {
+    if (zero_.small != 0) {
       for (const uint64_t raw : entries) {
         const PagemapEntry e{raw};
         if (!zero_.matches(e.pfn())) continue;

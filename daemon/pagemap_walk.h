@@ -22,17 +22,23 @@ inline constexpr size_t kVmaKinds = static_cast<size_t>(VmaKind::kOther) + 1;
 // PFNs of the kernel's shared zero pages, learned once from this process's
 // own pagemap. Known only with CAP_SYS_ADMIN (PFNs read as 0 without it).
 struct ZeroPagePfns {
+  // Read faults on fresh anonymous memory map no zero page here: each gets
+  // a page of its own (seen on a guest booted with pvm_no_zero_page=1), so
+  // a walk has no zero-page entries to set aside.
+  bool unused = false;
   uint64_t small = 0;       // the 4 KiB zero page; 0 if unknown
   uint64_t huge_first = 0;  // the huge zero folio's first PFN; 0 if unknown
   uint64_t huge_count = 0;  // its pages
 
+  bool known() const { return unused || small != 0; }
   bool matches(uint64_t pfn) const {
     return pfn != 0 && (pfn == small ||
                         (pfn >= huge_first && pfn - huge_first < huge_count));
   }
 };
-// Maps a zero page (and, where THP allows, the huge zero page) into this
-// process by reading fresh anonymous memory, and reads back its PFN.
+// Maps zero pages (and, where THP allows, huge zero pages) into this
+// process by reading fresh anonymous memory twice, and reads back their
+// PFNs: a zero page is the one PFN both reads map.
 ZeroPagePfns learn_zero_page_pfns();
 
 struct PagemapWalk {
