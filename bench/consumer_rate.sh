@@ -2,7 +2,8 @@
 # How many records per second rssauditd's consumer takes without a drop:
 # rssauditd on CPU 1, bench/inject_rate replaying a recording into its own
 # streams from CPU 0 at each rate, SECONDS each. Prints, per rate, the
-# rate reached, the drops, rssauditd's CPU ns per record and its summary.
+# rate reached, the drops, rssauditd's CPU ns per record, its peak RSS and
+# its summary.
 # Usage (root): bench/consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]
 # (make RECORDING with `rssaudit record`, as for bench/replay_cost).
 # WARM=1 keeps CPU 1 busy with an idle-priority spinner that yields to the
@@ -27,6 +28,7 @@ for rate in "${rates[@]}"; do
   pid=$!
   sleep 2
   "$build/bench/inject_rate" "$recording" "$rate" "$seconds" 0 "$pid" || true
+  echo "rssauditd peak RSS: $(awk '/VmHWM/ { print $2, $3 }' "/proc/$pid/status")"
   kill -USR1 "$pid"; sleep 0.5
   kill -INT "$pid"; wait "$pid" || true
   grep '^summary' "$log" | tail -1 | cut -d' ' -f4-11

@@ -31,8 +31,8 @@ uint64_t DeltaReconstructor::earliest_of(const rss_event& e) const {
 
 // A record that was not in the ring when the previous drain read it was
 // reserved after that read, or was being written then (programs take less
-// than grace_ns); its add came at most the slack before. The read came
-// before the drain's advance().
+// than grace_ns); its add came at most the slack before. The time the
+// drain gave advance() was read before that read.
 uint64_t DeltaReconstructor::untimed_floor() const {
   const uint64_t margin = 2 * options_.grace_ns + kLateSlackNs;
   return last_advance_ns_ > margin ? last_advance_ns_ - margin : 1;

@@ -144,11 +144,13 @@ class DeltaReconstructor {
   explicit DeltaReconstructor(const ReconstructorOptions& options);
   ~DeltaReconstructor();
 
-  // Feeds one record, in the capture's sequence order. Emits to `sink` the events that
-  // can no longer be affected by a later record (see grace_ns).
+  // Feeds one record, in the capture's sequence order. Emits to `sink` the
+  // events that can no longer be affected by a later record (see grace_ns).
   void on_event(const rss_event& e, ReconstructorSink& sink);
   // After a poll that drained the capture's streams: every record that started
   // before `now_ns` (bpf_ktime_get_ns, i.e. CLOCK_MONOTONIC) has arrived.
+  // Read the time before the poll reads the streams: a later one would hold
+  // back every record published during the poll until the next drain ends.
   void advance(uint64_t now_ns, ReconstructorSink& sink);
   // Emits everything held back (end of a recording, shutdown).
   void flush(ReconstructorSink& sink);
