@@ -31,6 +31,7 @@
 #include "core/topology.h"
 #include "core/upstream_percpu.h"
 #include "daemon/bpf_capture.h"
+#include "daemon/pagemap_walk.h"
 #include "daemon/store_db.h"
 
 namespace rssaudit::cli {
@@ -200,6 +201,7 @@ struct Report {
   std::optional<uint64_t> caps;
   std::vector<std::string> missing_caps;
   std::optional<bool> bpf_stats;
+  ZeroPagePfns zero_page;  // what a page-table walk sets aside
   std::string db_path;
   DbState db;
   std::string socket_path;
@@ -241,6 +243,7 @@ Report gather(const CheckOptions& o) {
   }
   if (auto v = read_line("/proc/sys/kernel/bpf_stats_enabled"))
     r.bpf_stats = *v != "0";
+  r.zero_page = learn_zero_page_pfns();
   r.db_path = o.query.db;
   r.db = probe_database(o.query.db);
   r.socket_path = o.socket;
@@ -290,6 +293,9 @@ void print_json(const Report& r) {
       {"capabilities", caps},
       {"missing_capabilities", r.missing_caps},
       {"bpf_stats_enabled", optional_json(r.bpf_stats)},
+      {"zero_page", !r.zero_page.known() ? nlohmann::json(nullptr)
+                    : r.zero_page.unused ? "none"
+                                         : "shared"},
       {"database",
        {{"path", r.db_path},
         {"exists", r.db.exists},
@@ -389,6 +395,13 @@ void print_human(const Report& r, SizeUnit unit) {
                         ? "on: bpftool prog show reports BPF run time"
                         : "off (sysctl kernel.bpf_stats_enabled=1 to measure "
                           "BPF run time)");
+  line("zero page",
+       !r.zero_page.known() ? "unknown (PFNs are hidden without CAP_SYS_ADMIN)"
+       : r.zero_page.unused
+           ? "none: a read fault of fresh memory gets a page of its own, "
+             "in RSS (no walk gap from it)"
+           : "shared: read faults of fresh memory map it, present in a "
+             "walk and not in RSS (the walk gap)");
   // The store's own messages already name the file.
   line("database", !r.db.exists ? r.db_path + ": absent"
                    : r.db.schema_version

@@ -1,5 +1,7 @@
 // The `rssaudit check` command as a user runs it on this host.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -53,6 +55,38 @@ TEST(CheckCli, JsonDescribesThisHost) {
   if (r.exit_code == 1) {
     EXPECT_NE(r.err.find("cannot capture"), std::string::npos) << r.err;
   }
+}
+
+// Told apart here as check should: two read faults of fresh anonymous
+// memory map one PFN (the zero page) or two (a kernel that maps none).
+TEST(CheckCli, SaysWhetherReadFaultsMapTheZeroPage) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (PFNs in pagemap)";
+  const long page = sysconf(_SC_PAGESIZE);
+  void* map =
+      mmap(nullptr, 2 * page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  madvise(map, 2 * page, MADV_NOHUGEPAGE);
+  const int pagemap = open("/proc/self/pagemap", O_RDONLY);
+  ASSERT_GE(pagemap, 0);
+  uint64_t pfn[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    const auto* at = static_cast<const volatile char*>(map) + i * page;
+    (void)*at;
+    const off_t entry = reinterpret_cast<uintptr_t>(at) / page * 8;
+    ASSERT_EQ(pread(pagemap, &pfn[i], 8, entry), 8);
+    pfn[i] &= (uint64_t{1} << 55) - 1;
+  }
+  close(pagemap);
+  munmap(map, 2 * page);
+  ASSERT_NE(pfn[0], 0u) << "PFNs hidden";
+  const auto r = run_command(kCli + " check --json" + kNowhere);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["zero_page"],
+            pfn[0] == pfn[1] ? "shared" : "none");
+  const auto human = run_command(kCli + " check" + kNowhere);
+  EXPECT_NE(human.out.find(pfn[0] == pfn[1] ? "zero page    shared"
+                                            : "zero page    none"),
+            std::string::npos)
+      << human.out;
 }
 
 // This project's machines (KERNEL.md): Linux 6.18 with BTF, tests as root.
