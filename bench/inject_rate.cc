@@ -7,7 +7,9 @@
 // up. Prints the rate reached, the records refused (drops) and,
 // given the daemon's pid, its CPU time per record.
 // Usage (root, one rssauditd running):
-//   inject_rate FILE [RATE_PER_S] [SECONDS] [CPU] [DAEMON_PID]
+//   inject_rate FILE [RATE_PER_S] [SECONDS] [CPU] [DAEMON_PID] [HOLES]
+// HOLES: sequence numbers left without a record before the first one, as a
+// program that took its number and never published would leave them.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fmt/core.h>
@@ -79,13 +81,14 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fmt::print(stderr,
                "usage: inject_rate FILE [RATE_PER_S] [SECONDS] [CPU] "
-               "[DAEMON_PID]\n");
+               "[DAEMON_PID] [HOLES]\n");
     return 2;
   }
   const uint64_t rate = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1e6;
   const double seconds = argc > 3 ? std::atof(argv[3]) : 10;
   const int cpu = argc > 4 ? std::atoi(argv[4]) : 0;
   const int daemon_pid = argc > 5 ? std::atoi(argv[5]) : 0;
+  const uint32_t holes = argc > 6 ? std::strtoul(argv[6], nullptr, 10) : 0;
 
   std::ifstream in(argv[1], std::ios::binary);
   const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), {}};
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
   const int prog = bpf_program__fd(skel->progs.inject);
   inject_args args{};
   args.total = static_cast<uint32_t>(events.size());
+  args.holes = holes;
   uint64_t written = 0, full = 0, late_steps = 0;
   const uint64_t daemon_cpu0 = daemon_pid ? cpu_ns_of(daemon_pid) : 0;
   const uint64_t t0 = monotonic_ns();
@@ -156,6 +160,7 @@ int main(int argc, char** argv) {
     written += args.written;
     full += args.full;
     args.first = static_cast<uint32_t>((args.first + per_step) % args.total);
+    args.holes = 0;
   }
   const double elapsed = (monotonic_ns() - t0) / 1e9;
   fmt::print(

@@ -50,6 +50,9 @@ int inject(struct inject_args* ctx) {
   a.written = 0;
   a.full = 0;
   if (a.total == 0 || a.first >= a.total) return 1;
+  __u32 zero = 0;
+  __u64* seq = bpf_map_lookup_elem(&sequence, &zero);
+  if (seq && a.holes) __sync_fetch_and_add(seq, a.holes);
   bpf_loop(a.count, inject_one, &a, 0);
   ctx->written = a.written;
   ctx->full = a.full;
