@@ -203,8 +203,8 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
   if (!wanted(t.who.comm, t.who.cgroup, mm.summary.updates)) return false;
   // At exit_mmap its RSS is gone: the size that counts is its true peak,
   // when known (an mm seen only partly may have been larger).
-  if (mm.summary.absolute && mm.summary.peak_rss >= 0 &&
-      static_cast<uint64_t>(mm.summary.peak_rss) < options_.min_rss_pages) {
+  if (mm.summary.absolute &&
+      mm.summary.peak_rss < static_cast<int64_t>(options_.min_rss_pages)) {
     ++stats_.below_min_rss;
     return false;
   }
