@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/stream_reader.h"
+#include "capture/stream_reader.h"
 #include "fault_round.h"
 #include "pin_to_cpu.h"
 #include "program_maps.h"

@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "daemon/sampler.h"  // monotonic_ns()
+#include "os/clock.h"
 
 namespace rssaudit::bench {
 

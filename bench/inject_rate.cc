@@ -1,5 +1,5 @@
 // Drives a running rssauditd's consumer through its own streams at a chosen
-// rate: a BPF program (bpf/stream_inject.bpf.c) run with
+// rate: a BPF program (bench/bpf/stream_inject.bpf.c) run with
 // BPF_PROG_TEST_RUN writes the records of a recording into the stream of
 // its CPU, as the daemon's on_rss_stat program does, in 1 ms steps, from one
 // pinned CPU. No workload on a 2-CPU machine makes 1 M updates/s (a page fault
@@ -26,11 +26,12 @@
 #include <string>
 #include <vector>
 
-#include "bpf/inject_args.h"
-#include "core/record_format.h"
-#include "daemon/sampler.h"
+#include "bench/bpf/inject_args.h"
+#include "core/formats/record_format.h"
+#include "os/clock.h"
 #include "pin_to_cpu.h"
 #include "program_maps.h"
+#include "sampler/sampler.h"
 #include "stream_inject.skel.h"
 
 namespace {
@@ -121,7 +122,8 @@ int main(int argc, char** argv) {
       bpf_map__reuse_fd(skel->maps.drops, maps["drops"].fd) ||
       bpf_map__set_max_entries(skel->maps.records, events.size()) ||
       stream_inject_bpf__load(skel)) {
-    fmt::print(stderr, "inject_rate: loading bpf/stream_inject.bpf.c: {}\n",
+    fmt::print(stderr,
+               "inject_rate: loading bench/bpf/stream_inject.bpf.c: {}\n",
                std::strerror(errno));
     return 1;
   }

@@ -10,9 +10,9 @@
 
 #include <cstdlib>
 
-#include "core/topology.h"
-#include "daemon/audit_pipeline.h"
-#include "daemon/delta_reconstructor.h"
+#include "core/schemes/topology.h"
+#include "capture/audit_pipeline.h"
+#include "capture/delta_reconstructor.h"
 
 namespace {
 

@@ -7,13 +7,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/hpcc_tree.h"
-#include "core/lazy_percpu.h"
-#include "core/per_cpu_cache.h"
-#include "core/per_task_cache.h"
-#include "core/simulation.h"
-#include "core/sync_before_query.h"
-#include "core/upstream_percpu.h"
+#include "core/schemes/hpcc_tree.h"
+#include "core/schemes/lazy_percpu.h"
+#include "core/schemes/per_cpu_cache.h"
+#include "core/schemes/per_task_cache.h"
+#include "core/schemes/sync_before_query.h"
+#include "core/schemes/upstream_percpu.h"
+#include "core/sim/simulation.h"
 
 namespace rssaudit {
 namespace {

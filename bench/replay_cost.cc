@@ -11,9 +11,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/record_format.h"
-#include "daemon/audit_pipeline.h"
-#include "daemon/recording.h"
+#include "capture/audit_pipeline.h"
+#include "capture/recording.h"
+#include "core/formats/record_format.h"
 
 int main(int argc, char** argv) {
   using namespace rssaudit;

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "core/proc_smaps_rollup.h"
-#include "daemon/pagemap_walk.h"
-#include "daemon/proc_reader.h"
-#include "daemon/sampler.h"
+#include "core/procfs/proc_smaps_rollup.h"
+#include "sampler/pagemap_walk.h"
+#include "sampler/proc_reader.h"
+#include "sampler/sampler.h"
 
 namespace rssaudit {
 namespace {

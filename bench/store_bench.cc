@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/store.h"
-#include "daemon/store_queries.h"
+#include "store/store.h"
+#include "store/store_queries.h"
 
 namespace rssaudit {
 namespace {

@@ -1,5 +1,5 @@
-// Loads bpf/tp_floor.bpf.c and attaches one of its programs until SIGINT or
-// SIGTERM, for bench/attach_toggle to take over (capture_overhead.sh, modes
+// Loads bench/bpf/tp_floor.bpf.c and attaches one of its programs until SIGINT
+// or SIGTERM, for bench/attach_toggle to take over (capture_overhead.sh, modes
 // `floor`, `ring` and `pcpu`); attach_toggle also drains the records.
 //   tp_floor        the empty program: the hook's dispatch into BPF
 //   tp_floor ring   one record per update through a ring buffer
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "daemon/bpf_capture.h"
+#include "capture/bpf_capture.h"
 #include "tp_floor.skel.h"
 
 int main(int argc, char** argv) {
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
                                           : skel->progs.tp_floor;
   bpf_link* link = program ? bpf_program__attach(program) : nullptr;
   if (!link) {
-    fmt::print(stderr, "tp_floor: loading bpf/tp_floor.bpf.c: {}\n",
+    fmt::print(stderr, "tp_floor: loading bench/bpf/tp_floor.bpf.c: {}\n",
                std::strerror(errno));
     return 1;
   }

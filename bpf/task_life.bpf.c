@@ -1,7 +1,7 @@
 /* The life-cycle records of tasks and mms: new task (with its clone flags),
  * exec, exit, and exit_mmap.
  *
- * Two life events of core/update.h are not captured live, on purpose:
+ * Two life events of core/schemes/update.h are not captured live, on purpose:
  * - kCpuSwitch (the per_cpu model folds a CPU's cache when it switches mm)
  *   would need sched_switch, which runs on every context switch of the
  *   host, RSS activity or not: each attached program costs ~100 ns per run

@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
+#include "capture/bpf_capture.h"
 #include "cli/daemon_client.h"
 #include "cli/query_support.h"
 #include "cli/scheme_report.h"
-#include "core/topology.h"
-#include "core/upstream_percpu.h"
-#include "daemon/bpf_capture.h"
-#include "daemon/pagemap_walk.h"
-#include "daemon/store_db.h"
+#include "core/schemes/topology.h"
+#include "core/schemes/upstream_percpu.h"
+#include "sampler/pagemap_walk.h"
+#include "store/store_db.h"
 
 namespace rssaudit::cli {
 namespace {

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/live_view_json.h"
+#include "core/formats/live_view_json.h"
 
 namespace rssaudit::cli {
 namespace {

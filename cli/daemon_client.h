@@ -1,6 +1,6 @@
 // Asking the running rssauditd over its control socket: one request, one
-// response line (core/control_protocol.h). Every failure is one line for
-// the user, thrown as std::runtime_error (exit code 1).
+// response line (core/formats/control_protocol.h). Every failure is one line
+// for the user, thrown as std::runtime_error (exit code 1).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/control_protocol.h"
-#include "core/live_view.h"
+#include "core/formats/control_protocol.h"
+#include "core/formats/live_view.h"
 
 namespace rssaudit::cli {
 

@@ -18,7 +18,7 @@
 #include "cli/query_support.h"
 #include "cli/svg.h"
 #include "cli/time_args.h"
-#include "core/scheme_set.h"
+#include "core/schemes/scheme_set.h"
 
 namespace rssaudit::cli {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "cli/query_support.h"
 #include "cli/time_args.h"
-#include "core/scheme_set.h"
+#include "core/schemes/scheme_set.h"
 
 namespace rssaudit::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "cli/errors.h"
 #include "cli/time_args.h"
 #include "cli/units.h"
-#include "core/scheme_set.h"
+#include "core/schemes/scheme_set.h"
 
 namespace rssaudit::cli {
 namespace {

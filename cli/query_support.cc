@@ -9,7 +9,7 @@
 
 #include "cli/errors.h"
 #include "cli/time_args.h"
-#include "core/update.h"
+#include "core/schemes/update.h"
 
 namespace rssaudit::cli {
 

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "cli/units.h"
-#include "daemon/store_queries.h"
+#include "store/store_queries.h"
 
 namespace rssaudit::cli {
 

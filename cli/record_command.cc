@@ -1,27 +1,22 @@
 #include "cli/record_command.h"
 
 #include <fmt/core.h>
-#include <time.h>
 
 #include <algorithm>
-#include <atomic>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <thread>
 
+#include "capture/audit_pipeline.h"
+#include "capture/bpf_capture.h"
+#include "capture/recording.h"
 #include "cli/errors.h"
 #include "cli/query_support.h"
+#include "cli/run_until.h"
 #include "cli/units.h"
-#include "daemon/bpf_capture.h"
-#include "daemon/recording.h"
+#include "sampler/sampler.h"
 
 namespace rssaudit::cli {
 namespace {
-
-std::atomic<bool> interrupted{false};
 
 struct RecordOptions {
   std::string output;
@@ -32,13 +27,12 @@ struct RecordOptions {
 
 // The one process whose comm is `comm`; a usage error if none or several.
 uint32_t pid_of_comm(const std::string& comm) {
+  ProcessSampler sampler{WalkPolicy{}};
   std::vector<uint32_t> found;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "comm");
-    std::string c;
-    if (std::getline(in, c) && c == comm) found.push_back(std::stoul(name));
+  for (const uint32_t pid : sampler.pids()) {
+    const IdentityResult who = sampler.identify(pid);
+    if (who.state == IdentityResult::State::kAlive && who.stat->comm == comm)
+      found.push_back(pid);
   }
   if (found.size() != 1)
     throw UsageError(fmt::format("--comm {}: {} processes have this name{}",
@@ -53,16 +47,12 @@ void record(const RecordOptions& o) {
   BpfCapture::OpenResult r = BpfCapture::open(co);
   if (!r.capture) throw std::runtime_error("cannot capture: " + r.error);
   RecordingFile file(o.output, host_record_header(r.capture->possible_cpus()));
-  std::signal(SIGINT, [](int) { interrupted = true; });
-  std::signal(SIGTERM, [](int) { interrupted = true; });
-  const auto end = std::chrono::steady_clock::now() +
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::duration<double>(o.duration_s));
-  while (!interrupted && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto drain = [&] {
     r.capture->poll([&](const rss_event& e) { file.append(e); });
-  }
-  r.capture->poll([&](const rss_event& e) { file.append(e); });
+    return true;
+  };
+  run_until(o.duration_s, drain);
+  drain();
   file.close();
   fmt::print(stderr, "rssaudit: recorded {} events to {} ({} dropped)\n",
              file.events(), o.output, r.capture->drops());
@@ -76,17 +66,23 @@ struct ReplayOptions {
 
 void replay(const ReplayOptions& o) {
   std::optional<AuditPipeline> pipeline;
-  const ReplayOutcome r = replay_file(o.input, pipeline);
-  if (r.error && !pipeline)
-    throw std::runtime_error(o.input + ": " + r.error->message);
+  const ReplayOutcome r =
+      replay_file(o.input, [&](const RecordHeader& h) -> ReconstructorSink& {
+        return pipeline.emplace(topology_of(h));
+      });
+  if (!r.header)
+    throw std::runtime_error(
+        o.input + ": " +
+        (r.error ? r.error->message : "not an rssaudit recording"));
+  const RecordHeader& header = *r.header;
   std::vector<MmSummary> mms = pipeline->summaries();
   rank_by_error(mms);
   const uint64_t checked = pipeline->fidelity_checked();
   if (o.json) {
-    nlohmann::json j = {{"kernel", r.header.kernel_release},
-                        {"host", r.header.host_name},
-                        {"nr_cpu_ids", r.header.nr_cpu_ids},
-                        {"batch", r.header.percpu_batch},
+    nlohmann::json j = {{"kernel", header.kernel_release},
+                        {"host", header.host_name},
+                        {"nr_cpu_ids", header.nr_cpu_ids},
+                        {"batch", header.percpu_batch},
                         {"events", r.events},
                         {"updates", r.stats.updates},
                         {"exact", r.stats.exact},
@@ -117,8 +113,8 @@ void replay(const ReplayOptions& o) {
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}: kernel {}, {} CPUs, batch {}, {} events, {} mms\n", o.input,
-               r.header.kernel_release, r.header.nr_cpu_ids,
-               r.header.percpu_batch, r.events, mms.size());
+               header.kernel_release, header.nr_cpu_ids, header.percpu_batch,
+               r.events, mms.size());
     fmt::print("updates {} exact {} ambiguous {}\nfidelity {}\n\n",
                r.stats.updates, r.stats.exact, r.stats.ambiguous,
                fidelity_text(pipeline->fidelity_matched(), checked));

@@ -5,8 +5,8 @@
 
 #include "cli/errors.h"
 #include "cli/progress.h"
-#include "core/hpcc_tree.h"
-#include "core/workload.h"
+#include "core/schemes/hpcc_tree.h"
+#include "core/sim/workload.h"
 
 namespace rssaudit::cli {
 namespace {

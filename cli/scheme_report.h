@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli/units.h"
-#include "core/simulation.h"
-#include "core/topology.h"
+#include "core/schemes/topology.h"
+#include "core/sim/simulation.h"
 
 namespace rssaudit::cli {
 

@@ -8,9 +8,9 @@
 
 #include "cli/scheme_report.h"
 #include "cli/units.h"
-#include "core/hpcc_tree.h"
-#include "core/topology.h"
-#include "core/upstream_percpu.h"
+#include "core/schemes/hpcc_tree.h"
+#include "core/schemes/topology.h"
+#include "core/schemes/upstream_percpu.h"
 
 namespace rssaudit::cli {
 namespace {

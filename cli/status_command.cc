@@ -11,7 +11,7 @@
 #include "cli/query_support.h"
 #include "cli/time_args.h"
 #include "cli/units.h"
-#include "core/live_view_json.h"
+#include "core/formats/live_view_json.h"
 
 namespace rssaudit::cli {
 namespace {

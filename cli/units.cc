@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "core/topology.h"
+#include "core/schemes/topology.h"
 
 namespace rssaudit::cli {
 

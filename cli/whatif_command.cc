@@ -1,38 +1,29 @@
 #include "cli/whatif_command.h"
 
 #include <fmt/core.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
+#include "capture/audit_pipeline.h"
+#include "capture/bpf_capture.h"
+#include "capture/live_audit.h"
+#include "capture/recording.h"
 #include "cli/errors.h"
+#include "cli/run_until.h"
 #include "cli/scheme_report.h"
 #include "cli/units.h"
-#include "core/hpcc_tree.h"
-#include "core/record_format.h"
-#include "daemon/audit_pipeline.h"
-#include "daemon/bpf_capture.h"
-#include "daemon/delta_reconstructor.h"
-#include "daemon/mm_resync.h"
-#include "daemon/recording.h"
-#include "daemon/sampler.h"
+#include "core/formats/record_format.h"
+#include "core/schemes/hpcc_tree.h"
+#include "sampler/sampler.h"
 
 namespace rssaudit::cli {
 namespace {
 
-std::atomic<bool> interrupted{false};
+// whatif drains every 10 ms (run_until's tick), well within a stream.
+constexpr uint64_t kLivePollNs = 10'000'000;
 
 struct WhatifOptions {
   uint32_t pid = 0;
@@ -57,40 +48,23 @@ struct MmReport {
   std::vector<SchemeOutcome> schemes;
 };
 
-// The raw capture stream of a recording or a live capture, reconstructed
-// into exact updates and fed to the models as `replay` does; keeps the
-// per-scheme figures of each mm of process `pid` (0: every mm), taken when
-// the mm ends or at finish(). The models may run on another topology than
-// the recording host's: CPU ids are then folded into the model's CPUs, and
-// the upstream model no longer mirrors the kernel (fidelity is meaningless).
-class StreamAudit : public ReconstructorSink {
+// The reconstructed updates of a recording or a live capture, fed to the
+// models as `replay` does; keeps the per-scheme figures of each mm of
+// process `pid` (0: every mm), taken when the mm ends or at finish(). The
+// models may run on another topology than the recording host's: CPU ids
+// are then folded into the model's CPUs, and the upstream model no longer
+// mirrors the kernel (fidelity is meaningless).
+class SchemeReports : public ReconstructorSink {
  public:
-  StreamAudit(const RecordHeader& header, const Topology& models, uint32_t pid)
-      : reconstructor_(
-            ReconstructorOptions{header.nr_cpu_ids, header.percpu_batch}),
-        pipeline_(models, 0),  // reports are kept here, not as summaries
+  SchemeReports(const Topology& models, uint32_t pid)
+      : pipeline_(models, 0),  // reports are kept here, not as summaries
         model_cpus_(models.nr_cpus),
         pid_(pid) {
     pipeline_.set_exit_hook([this](AuditPipeline::LiveMm& mm) { keep(mm); });
   }
 
-  void on_event(const rss_event& e) {
-    reconstructor_.on_event(e, *this);
-    latest_start_ = std::max<uint64_t>(latest_start_, e.start_ns);
-  }
-  // Every record that started before `now_ns` has arrived.
-  void advance(uint64_t now_ns) { reconstructor_.advance(now_ns, *this); }
-  // Live only: the capture's drop counter after a drain.
-  void on_drops(uint64_t total) { reconstructor_.on_drops(total); }
-  // Live only: baselines from /proc for mms older than the capture.
-  void resync(MmResync& resync, uint64_t now_ns) {
-    resync.run(reconstructor_, now_ns);
-  }
-  // After a block of a recording: what started before its latest record.
-  void advance_to_latest() { advance(latest_start_); }
   // The end of the stream: mms still alive are reported as they are now.
   void finish() {
-    reconstructor_.flush(*this);
     pipeline_.for_each_live([this](AuditPipeline::LiveMm& mm) { keep(mm); });
   }
 
@@ -116,7 +90,6 @@ class StreamAudit : public ReconstructorSink {
     pipeline_.on_baseline(mm, member, pages);
   }
 
-  const ReconstructorStats& stats() const { return reconstructor_.stats(); }
   const AuditPipeline& pipeline() const { return pipeline_; }
   std::vector<MmReport>& reports() { return reports_; }
 
@@ -127,11 +100,9 @@ class StreamAudit : public ReconstructorSink {
     reports_.push_back(MmReport{mm.summary, mm_outcomes(mm.audit)});
   }
 
-  DeltaReconstructor reconstructor_;
   AuditPipeline pipeline_;
   uint32_t model_cpus_;
   uint32_t pid_;
-  uint64_t latest_start_ = 0;
   std::vector<MmReport> reports_;
 };
 
@@ -143,6 +114,7 @@ struct StreamSource {
   Topology models;
   bool models_as_recorded = true;
   uint64_t events = 0;
+  ReconstructorStats stats;
   uint64_t drops = 0;  // live: records lost in capture
   std::optional<RecordError> error;
 };
@@ -180,7 +152,7 @@ nlohmann::json mm_json(const MmReport& r, bool with_fidelity,
 }
 
 void print_report(const WhatifOptions& o, const StreamSource& s,
-                  StreamAudit& audit) {
+                  SchemeReports& audit) {
   std::vector<MmReport>& mms = audit.reports();
   // Most active first: the mms whose figures rest on the most updates.
   std::stable_sort(mms.begin(), mms.end(),
@@ -189,7 +161,7 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
                    });
   const size_t shown = o.pid ? mms.size() : std::min(o.top, mms.size());
   const int64_t page_size = s.header.page_size ? s.header.page_size : kPageSize;
-  const ReconstructorStats& st = audit.stats();
+  const ReconstructorStats& st = s.stats;
   const AuditPipeline& p = audit.pipeline();
   if (o.json) {
     nlohmann::json j = {
@@ -266,7 +238,7 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
 
 // Nothing to report for the chosen process: a failure naming it.
 void require_mms(const WhatifOptions& o, const StreamSource& s,
-                 StreamAudit& audit) {
+                 SchemeReports& audit) {
   if (!audit.reports().empty()) return;
   if (o.pid)
     throw std::runtime_error(fmt::format(
@@ -277,31 +249,24 @@ void require_mms(const WhatifOptions& o, const StreamSource& s,
 }
 
 void whatif_recording(const WhatifOptions& o) {
-  std::ifstream in(o.recording, std::ios::binary);
-  if (!in)
-    throw std::runtime_error(fmt::format("--recording {}: cannot open: {}",
-                                         o.recording, std::strerror(errno)));
   StreamSource s;
   s.kind = "recording";
   s.name = o.recording;
-  std::optional<StreamAudit> audit;
-  RecordReader reader(
-      [&](const RecordHeader& h) {
-        s.header = h;
-        s.models = models_for(o, h, s.models_as_recorded);
-        audit.emplace(h, s.models, o.pid);
-      },
-      [&](const rss_event& e) {
-        ++s.events;
-        audit->on_event(e);
-      });
-  std::vector<char> buf(1 << 20);
-  while (!s.error && in.read(buf.data(), buf.size()).gcount() > 0) {
-    s.error = reader.feed({reinterpret_cast<const uint8_t*>(buf.data()),
-                           static_cast<size_t>(in.gcount())});
-    if (audit) audit->advance_to_latest();
+  std::optional<SchemeReports> audit;
+  ReplayOutcome r;
+  try {
+    r = replay_file(o.recording,
+                    [&](const RecordHeader& h) -> ReconstructorSink& {
+                      s.header = h;
+                      s.models = models_for(o, h, s.models_as_recorded);
+                      return audit.emplace(s.models, o.pid);
+                    });
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("--recording: {}", e.what()));
   }
-  if (!s.error) s.error = reader.finish();
+  s.events = r.events;
+  s.stats = r.stats;
+  s.error = r.error;
   if (!audit)
     throw std::runtime_error(
         fmt::format("--recording {}: {}", o.recording,
@@ -316,19 +281,13 @@ void whatif_recording(const WhatifOptions& o) {
 }
 
 // A zombie has released its mm: nothing more can happen to it.
-bool process_gone(uint32_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat;
-  if (!std::getline(in, stat)) return true;
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() ||
-         stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+bool process_gone(ProcessSampler& sampler, uint32_t pid) {
+  return sampler.identify(pid).state != IdentityResult::State::kAlive;
 }
 
-std::string comm_of(uint32_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/comm", pid));
-  std::string comm;
-  std::getline(in, comm);
+std::string comm_of(ProcessSampler& sampler, uint32_t pid) {
+  const IdentityResult who = sampler.identify(pid);
+  std::string comm = who.stat ? who.stat->comm : "";
   for (char& c : comm)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   return comm;
@@ -338,44 +297,33 @@ void whatif_live(const WhatifOptions& o) {
   if (o.duration_s <= 0)
     throw UsageError(
         fmt::format("--duration must be positive, got {}", o.duration_s));
-  if (process_gone(o.pid))
+  ProcessSampler sampler{WalkPolicy{}};
+  if (process_gone(sampler, o.pid))
     throw UsageError(fmt::format("--pid {}: no such process", o.pid));
   StreamSource s;
   s.kind = "live";
-  s.name = fmt::format("pid {} ({})", o.pid, comm_of(o.pid));
+  s.name = fmt::format("pid {} ({})", o.pid, comm_of(sampler, o.pid));
   CaptureOptions co;
   co.target_tgid = o.pid;
   BpfCapture::OpenResult r = BpfCapture::open(co);
   if (!r.capture) throw std::runtime_error("cannot capture: " + r.error);
   s.header = host_record_header(r.capture->possible_cpus());
   s.models = models_for(o, s.header, s.models_as_recorded);
-  StreamAudit audit(s.header, s.models, o.pid);
-  MmResync resync(MmResyncOptions{.page_size = s.header.page_size});
-  auto drain = [&] {
-    const uint64_t now = monotonic_ns();
-    r.capture->poll([&](const rss_event& e) {
-      ++s.events;
-      audit.on_event(e);
-    });
-    audit.on_drops(r.capture->drops());
-    audit.advance(now);
-    audit.resync(resync, now);
-  };
-  std::signal(SIGINT, [](int) { interrupted = true; });
-  std::signal(SIGTERM, [](int) { interrupted = true; });
-  const auto start = std::chrono::steady_clock::now();
-  const auto end = start + std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::duration<double>(o.duration_s));
+  SchemeReports audit(s.models, o.pid);
+  LiveAudit live(std::move(r.capture), s.header.percpu_batch,
+                 s.header.page_size, kLivePollNs);
   // Stops early once the process is gone: its mm can change no more.
-  for (unsigned tick = 0;
-       !interrupted && std::chrono::steady_clock::now() < end; ++tick) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    drain();
-    if (tick % 10 == 9 && process_gone(o.pid)) break;
-  }
-  drain();
+  unsigned tick = 0;
+  run_until(o.duration_s, [&] {
+    live.drain(audit);
+    return ++tick % 10 != 0 || !process_gone(sampler, o.pid);
+  });
+  live.drain(audit);
+  live.flush(audit);
   audit.finish();
-  s.drops = r.capture->drops();
+  s.events = live.records();
+  s.stats = live.stats();
+  s.drops = live.capture().drops();
   require_mms(o, s, audit);
   print_report(o, s, audit);
   if (s.drops)

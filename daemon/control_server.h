@@ -1,6 +1,6 @@
 // rssauditd's control socket: a Unix stream socket answering the line
-// protocol of core/control_protocol.h on the daemon's own (single-threaded)
-// Asio loop, so building a LiveView needs no locking.
+// protocol of core/formats/control_protocol.h on the daemon's own
+// (single-threaded) Asio loop, so building a LiveView needs no locking.
 //
 // Who may ask: the socket file is 0660 (owner: the daemon's user; group:
 // `group`, else the daemon's), and every connection's peer credentials
@@ -24,8 +24,8 @@
 #include <span>
 #include <string>
 
-#include "core/control_protocol.h"
-#include "core/live_view.h"
+#include "core/formats/control_protocol.h"
+#include "core/formats/live_view.h"
 
 namespace rssaudit {
 

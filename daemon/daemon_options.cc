@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/config_file.h"
+#include "core/formats/config_file.h"
 
 namespace rssaudit {
 namespace {

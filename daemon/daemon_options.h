@@ -1,6 +1,6 @@
 // rssauditd's settings: every one is a long flag and the same key in the
-// config file (core/config_file.h). Flags win over the file. SIGHUP loads
-// the file again with the original flags; settings that only take effect
+// config file (core/formats/config_file.h). Flags win over the file. SIGHUP
+// loads the file again with the original flags; settings that only take effect
 // at start are kept by keep_restart_only().
 #pragma once
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/control_protocol.h"
+#include "core/formats/control_protocol.h"
 #include "daemon/history_recorder.h"
-#include "daemon/sampler.h"
+#include "sampler/sampler.h"
 
 namespace rssaudit {
 

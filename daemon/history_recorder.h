@@ -11,10 +11,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "daemon/audit_pipeline.h"
-#include "daemon/exited_lookup.h"
-#include "daemon/sampler.h"
-#include "daemon/store.h"
+#include "capture/audit_pipeline.h"
+#include "capture/exited_lookup.h"
+#include "sampler/sampler.h"
+#include "store/store.h"
 
 namespace rssaudit {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/update.h"
-#include "core/upstream_percpu.h"
+#include "core/schemes/update.h"
+#include "core/schemes/upstream_percpu.h"
 
 namespace rssaudit {
 

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "core/live_view.h"
-#include "daemon/audit_pipeline.h"
+#include "capture/audit_pipeline.h"
+#include "core/formats/live_view.h"
 
 namespace rssaudit {
 

@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "core/openmetrics.h"
+#include "core/formats/openmetrics.h"
 
 namespace rssaudit {
 

@@ -3,17 +3,14 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 
 namespace rssaudit {
 namespace {
 
-std::string live_comm(uint32_t tgid) {
-  std::ifstream in("/proc/" + std::to_string(tgid) + "/comm");
-  std::string comm;
-  if (!std::getline(in, comm)) return "?";
-  return comm;
+std::string live_comm(ProcessSampler& sampler, uint32_t tgid) {
+  const IdentityResult who = sampler.identify(tgid);
+  return who.stat ? who.stat->comm : "?";
 }
 
 }  // namespace
@@ -22,7 +19,7 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
                        const AuditPipeline& pipeline,
                        const RecorderStats& history, size_t top,
-                       const ExitedLookup& exited) {
+                       const ExitedLookup& exited, ProcessSampler& sampler) {
   const uint64_t checked = pipeline.fidelity_checked();
   fmt::print(out,
              "summary live_mms={} finished_mms={} updates={} exact={} "
@@ -54,8 +51,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
         "mm tgid={} comm={} alive={} from_zero={} absolute={} updates={} "
         "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
         "{}\n",
-        m.tgid, m.alive ? live_comm(m.tgid) : ended_comm(m.tgid), m.alive,
-        m.from_zero, m.absolute, m.updates, m.flagged, m.exact_rss,
+        m.tgid, m.alive ? live_comm(sampler, m.tgid) : ended_comm(m.tgid),
+        m.alive, m.from_zero, m.absolute, m.updates, m.flagged, m.exact_rss,
         known_text(m.known_kernel_rss()), known_text(m.known_drift()),
         m.peak_rss, errors);
   }

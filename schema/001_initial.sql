@@ -60,7 +60,7 @@ CREATE TABLE samples (
   threads INTEGER,
   -- RSS drift, approximate - precise (file + anon + shmem, as VmRSS): from
   -- the BPF members when all were read, else from stat_rss; NULL without
-  -- both. Written by rssauditd (rss_drift() in daemon/store_rows.h), not a
+  -- both. Written by rssauditd (rss_drift() in store/store_rows.h), not a
   -- generated column: SQLite would not read it from samples_by_time alone.
   drift INTEGER
 );

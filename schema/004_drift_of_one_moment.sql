@@ -1,5 +1,5 @@
 -- rssaudit history, schema version 4: samples.drift compares values of one
--- moment (rss_drift() in daemon/store_rows.h). Before, a row whose capture
+-- moment (rss_drift() in store/store_rows.h). Before, a row whose capture
 -- values were all known held the capture's count minus /proc's precise
 -- value, read a drain apart: a process faulting in between showed MiB that
 -- no counter held. Those rows get the drift rssauditd writes now: the

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "daemon/store_db.h"
+#include "store/store_db.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/live_view_json.h"
+#include "core/formats/live_view_json.h"
 #include "tests/support/run_command.h"
 #include "tests/support/sample_live_view.h"
 

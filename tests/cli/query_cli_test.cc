@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/scheme_set.h"
-#include "daemon/store.h"
+#include "core/schemes/scheme_set.h"
+#include "store/store.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <vector>
 
-#include "core/record_format.h"
+#include "core/formats/record_format.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {

@@ -19,11 +19,11 @@
 #include <string>
 #include <thread>
 
-#include "core/proc_cgroup.h"
-#include "core/proc_stat.h"
-#include "core/topology.h"
-#include "core/upstream_percpu.h"
-#include "daemon/store_queries.h"
+#include "core/procfs/proc_cgroup.h"
+#include "core/procfs/proc_stat.h"
+#include "core/schemes/topology.h"
+#include "core/schemes/upstream_percpu.h"
+#include "store/store_queries.h"
 
 namespace rssaudit {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "core/openmetrics.h"
+#include "core/formats/openmetrics.h"
 #include "tests/daemon/http_test_client.h"
 #include "tests/daemon/metrics_server_fixture.h"
 #include "tests/support/run_command.h"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/bpf_capture.h"
+#include "capture/bpf_capture.h"
 
 namespace rssaudit::testing {
 

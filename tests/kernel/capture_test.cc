@@ -20,12 +20,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/proc_stat.h"
-#include "core/topology.h"
-#include "core/upstream_percpu.h"
-#include "daemon/bpf_capture.h"
-#include "daemon/delta_reconstructor.h"
-#include "daemon/sampler.h"
+#include "capture/bpf_capture.h"
+#include "capture/delta_reconstructor.h"
+#include "core/procfs/proc_stat.h"
+#include "core/schemes/topology.h"
+#include "core/schemes/upstream_percpu.h"
+#include "os/clock.h"
+#include "sampler/sampler.h"
 #include "tests/kernel/capture_support.h"
 
 namespace rssaudit {

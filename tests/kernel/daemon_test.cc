@@ -12,10 +12,10 @@
 #include <string>
 #include <thread>
 
-#include "core/record_format.h"
-#include "core/update.h"
-#include "daemon/bpf_capture.h"
-#include "daemon/store_queries.h"
+#include "capture/bpf_capture.h"
+#include "core/formats/record_format.h"
+#include "core/schemes/update.h"
+#include "store/store_queries.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {

@@ -19,12 +19,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/hpcc_tree.h"
-#include "daemon/audit_pipeline.h"
-#include "daemon/bpf_capture.h"
-#include "daemon/mm_resync.h"
-#include "daemon/recording.h"
-#include "daemon/sampler.h"
+#include "capture/audit_pipeline.h"
+#include "capture/bpf_capture.h"
+#include "capture/mm_resync.h"
+#include "capture/recording.h"
+#include "core/schemes/hpcc_tree.h"
+#include "os/clock.h"
+#include "sampler/sampler.h"
 #include "tests/kernel/capture_support.h"
 
 namespace rssaudit {

@@ -1,6 +1,6 @@
 // Root-only: a live audit and the replay of its recording agree, and the
 // `rssaudit record` / `replay` commands work end to end on this kernel.
-#include "daemon/recording.h"
+#include "capture/recording.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -13,9 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "daemon/audit_pipeline.h"
-#include "daemon/bpf_capture.h"
-#include "daemon/sampler.h"
+#include "capture/audit_pipeline.h"
+#include "capture/bpf_capture.h"
+#include "os/clock.h"
+#include "sampler/sampler.h"
 #include "tests/kernel/capture_support.h"
 #include "tests/support/run_command.h"
 
@@ -87,7 +88,10 @@ TEST_F(RecordingTest, ReplayOfARecordingGivesTheLiveResults) {
   ASSERT_EQ(capture_->drops(), 0u);
 
   std::optional<AuditPipeline> replayed;
-  const ReplayOutcome r = replay_file(path, replayed);
+  const ReplayOutcome r =
+      replay_file(path, [&](const RecordHeader& h) -> ReconstructorSink& {
+        return replayed.emplace(topology_of(h));
+      });
   std::filesystem::remove(path);
   ASSERT_FALSE(r.error) << r.error->message;
   EXPECT_EQ(r.events, file.events());

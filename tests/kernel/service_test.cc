@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/bpf_capture.h"
+#include "capture/bpf_capture.h"
 #include "tests/support/notify_listener.h"
 #include "tests/support/run_command.h"
 

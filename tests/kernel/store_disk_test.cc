@@ -21,8 +21,8 @@
 #include <string>
 #include <thread>
 
-#include "daemon/bpf_capture.h"
-#include "daemon/store_queries.h"
+#include "capture/bpf_capture.h"
+#include "store/store_queries.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {

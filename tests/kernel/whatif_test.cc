@@ -25,7 +25,7 @@ pid_t spawn_faulting_child(useconds_t delay_us) {
   const pid_t pid = fork();
   if (pid == 0) {
     // One CPU: a resync stays valid only while the mm's updates come from
-    // CPUs whose slots it pinned down (daemon/delta_reconstructor.h).
+    // CPUs whose slots it pinned down (capture/delta_reconstructor.h).
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(0, &one);

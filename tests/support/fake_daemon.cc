@@ -1,5 +1,5 @@
 // A stand-in for rssauditd in CLI tests: serves a fixed LiveView, read from
-// a JSON file (core/live_view_json.h), through the real ControlServer.
+// a JSON file (core/formats/live_view_json.h), through the real ControlServer.
 //
 //   fake_daemon SOCKET_PATH VIEW_JSON_FILE
 //
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/live_view_json.h"
+#include "core/formats/live_view_json.h"
 #include "daemon/control_server.h"
 
 int main(int argc, char** argv) {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/live_view.h"
-#include "core/scheme_set.h"
+#include "core/formats/live_view.h"
+#include "core/schemes/scheme_set.h"
 
 namespace rssaudit::testing {
 

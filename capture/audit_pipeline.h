@@ -1,0 +1,147 @@
+// The per-mm audit of the reconstructed update stream: every mm's exact
+// value, true peak and scheme models, and the fidelity of the upstream model
+// against the kernel's own `count`. Live capture and replay both feed it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "capture/delta_reconstructor.h"
+#include "core/schemes/mm_audit.h"
+#include "core/schemes/topology.h"
+
+namespace rssaudit {
+
+// What the audit knows of one mm, alive or finished.
+struct MmSummary {
+  MmKey key;
+  uint32_t tgid = 0;       // of the first owner update seen
+  bool from_zero = false;  // seen from creation: values are absolute
+  // exact_rss and peak_rss are absolute: seen from creation, or resynced
+  // from /proc since the capture started or since its last loss.
+  bool absolute = false;
+  bool alive = true;
+  uint64_t updates = 0;
+  // Ambiguous, inconsistent or without baseline: the delta is not exact,
+  // or the member's absolute value was unknown at the update.
+  uint64_t flagged = 0;
+  // Events at which the upstream model's count was compared with the
+  // kernel's, and how many matched (model fidelity).
+  uint64_t fidelity_checked = 0;
+  uint64_t fidelity_matched = 0;
+  int64_t exact_rss = 0;   // pages, the sum of the stream (+ baseline)
+  int64_t kernel_rss = 0;  // pages, the kernel's approximate count (members
+                           // file + anon + shmem) at its last update
+  // The kernel's count of each of those members is known: seen from
+  // creation, or updated since the capture started (or since its last
+  // loss). Else kernel_rss and drift() are unknown.
+  bool kernel_known = false;
+  int64_t peak_rss = 0;  // true peak (running maximum of exact_rss,
+                         // since the baseline when not from_zero)
+  std::array<int64_t, SchemeSet::kCount> largest_error{};
+
+  bool drift_known() const { return absolute && kernel_known; }
+  int64_t drift() const { return kernel_rss - exact_rss; }
+  // The same, empty while unknown (for printing: never a made-up number).
+  std::optional<int64_t> known_kernel_rss() const {
+    return kernel_known ? std::optional(kernel_rss) : std::nullopt;
+  }
+  std::optional<int64_t> known_drift() const {
+    return drift_known() ? std::optional(drift()) : std::nullopt;
+  }
+};
+
+// A summary value as printed: the number, or "?" while unknown.
+inline std::string known_text(std::optional<int64_t> v) {
+  return v ? std::to_string(*v) : "?";
+}
+
+// Orders mms by how far the kernel's RSS was off, largest first: the
+// upstream scheme's largest error over the audited life (the kernel's own
+// counting), or the drift now if larger and known; then by true peak, then
+// activity. An ended mm's drift is left out: it is what its counter held at
+// teardown, which nothing reads.
+void rank_by_error(std::vector<MmSummary>& mms);
+
+class AuditPipeline : public ReconstructorSink {
+ public:
+  // An mm being audited: its summary (refreshed on demand), the kernel's
+  // last count per member, and the models.
+  struct LiveMm {
+    MmSummary summary;
+    std::array<int64_t, kMembers> kernel_count{};
+    std::array<bool, kMembers> kernel_count_known{};
+    MmAudit audit;
+    // The member's exact value is audit.exact(m) + baseline[m], known when
+    // exact_known[m] (from creation, or since a resync).
+    std::array<int64_t, kMembers> baseline{};
+    std::array<bool, kMembers> exact_known{};
+    // The upstream model holds the kernel's state (from creation, no loss
+    // since): fidelity is checked only then.
+    bool model_synced = false;
+    int64_t peak_since_baseline = 0;
+    int64_t exact(int m) const { return audit.exact(m) + baseline[m]; }
+    bool rss_known() const {
+      return exact_known[kFilePages] && exact_known[kAnonPages] &&
+             exact_known[kShmemPages];
+    }
+    explicit LiveMm(const Topology& t) : audit(t) {}
+  };
+
+  // `finished_kept`: summaries of ended mms kept for reports, newest first.
+  explicit AuditPipeline(const Topology& t, size_t finished_kept = 1024);
+
+  void on_mm_created(const MmKey& mm, bool from_zero) override;
+  void on_update(const MmKey& mm, const Update& u,
+                 const UpdateInfo& info) override;
+  void on_life(const MmKey& mm, const LifeEvent& e) override;
+  void on_mm_destroyed(const MmKey& mm) override;
+  void on_baseline(const MmKey& mm, int member,
+                   std::optional<int64_t> pages) override;
+
+  // Live mms then finished ones, each as of now.
+  std::vector<MmSummary> summaries() const;
+  size_t live_mms() const { return live_.size(); }
+  uint64_t fidelity_checked() const { return fidelity_checked_; }
+  uint64_t fidelity_matched() const { return fidelity_matched_; }
+  // The live mm `key` (its summary not refreshed), or null: not announced
+  // yet, or destroyed. Lets a test see the models' state event by event.
+  const LiveMm* live(const MmKey& key) const;
+
+  // f(LiveMm&) for every live mm, its summary refreshed.
+  template <class F>
+  void for_each_live(F&& f) {
+    for (auto& [addr, mm] : live_) {
+      refresh(*mm);
+      f(*mm);
+    }
+  }
+  // Called with an mm's final state just before it is forgotten.
+  void set_exit_hook(std::function<void(LiveMm&)> hook) {
+    exit_hook_ = std::move(hook);
+  }
+
+ private:
+  LiveMm* find(const MmKey& key);
+  static void refresh(LiveMm& mm);
+
+  Topology topology_;
+  size_t finished_kept_;
+  // Keyed by address; the generation is checked on lookup. Cached last hit:
+  // consecutive records mostly concern the same mm.
+  std::unordered_map<uint64_t, std::unique_ptr<LiveMm>> live_;
+  LiveMm* last_ = nullptr;
+  std::deque<MmSummary> finished_;
+  uint64_t fidelity_checked_ = 0;
+  uint64_t fidelity_matched_ = 0;
+  std::function<void(LiveMm&)> exit_hook_;
+};
+
+}  // namespace rssaudit

@@ -1,0 +1,259 @@
+#include "capture/bpf_capture.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "rssaudit.skel.h"
+
+namespace rssaudit {
+namespace {
+
+// The tracepoints the programs attach to, as tp_btf targets.
+constexpr const char* kTracepoints[] = {
+    "rss_stat",           "task_newtask", "sched_process_exec",
+    "sched_process_exit", "exit_mmap",
+};
+
+// The inode of the initial PID namespace, fixed since Linux 3.8
+// (PROC_PID_INIT_INO in include/linux/proc_ns.h; not in the uapi headers).
+constexpr ino_t kInitialPidNamespaceInode = 0xEFFFFFFCU;
+
+// Empty when the kernel's pids are ours and /proc's, else why not.
+std::string pid_namespace_problem() {
+  struct stat ns {};
+  // Without CONFIG_PID_NS there is no /proc/self/ns/pid, and one namespace.
+  if (stat("/proc/self/ns/pid", &ns) == 0 &&
+      ns.st_ino != kInitialPidNamespaceInode)
+    return "running in a PID namespace other than the host's "
+           "(/proc/self/ns/pid is not pid:[4026531836]), where the host's "
+           "pids that the kernel reports mean nothing: run in the host's "
+           "PID namespace (docker run --pid=host, Kubernetes hostPID: true)";
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self", ec);
+  if (ec) return "/proc/self: " + ec.message() + " (is /proc mounted?)";
+  if (self.string() != std::to_string(getpid()))
+    return fmt::format(
+        "/proc belongs to another PID namespace (/proc/self is {}, this "
+        "process is pid {}): mount the host's /proc",
+        self.string(), getpid());
+  return {};
+}
+
+// libbpf's messages while opening/loading, to quote in an error (the
+// verifier log included). Kept short: the end says what went wrong.
+thread_local std::string* libbpf_log = nullptr;
+
+int collect_libbpf_log(enum libbpf_print_level level, const char* format,
+                       va_list args) {
+  if (!libbpf_log || level == LIBBPF_DEBUG) return 0;
+  char line[512];
+  const int n = vsnprintf(line, sizeof(line), format, args);
+  if (n > 0) libbpf_log->append(line, std::min<size_t>(n, sizeof(line) - 1));
+  constexpr size_t kKeep = 4096;
+  if (libbpf_log->size() > 2 * kKeep)
+    libbpf_log->erase(0, libbpf_log->size() - kKeep);
+  return 0;
+}
+
+class LogScope {
+ public:
+  explicit LogScope(std::string* sink) {
+    libbpf_log = sink;
+    previous_ = libbpf_set_print(collect_libbpf_log);
+  }
+  ~LogScope() {
+    libbpf_set_print(previous_);
+    libbpf_log = nullptr;
+  }
+
+ private:
+  libbpf_print_fn_t previous_;
+};
+
+// Finds `name` among the members of struct `type_id`, looking into
+// anonymous structs and unions (mm_struct wraps most fields in one).
+const btf_member* find_member(const btf* b, uint32_t type_id,
+                              const char* name) {
+  const btf_type* t = btf__type_by_id(b, type_id);
+  if (!t || !(btf_is_struct(t) || btf_is_union(t))) return nullptr;
+  const btf_member* m = btf_members(t);
+  for (int i = 0; i < btf_vlen(t); ++i, ++m) {
+    const char* member_name = btf__name_by_offset(b, m->name_off);
+    if (member_name && *member_name) {
+      if (std::strcmp(member_name, name) == 0) return m;
+      continue;
+    }
+    const uint32_t inner = btf__resolve_type(b, m->type);
+    if (const btf_member* found = find_member(b, inner, name)) return found;
+  }
+  return nullptr;
+}
+
+// Since f1a7941243c1 (6.2) mm->rss_stat is `struct percpu_counter[4]`;
+// before, a `struct mm_rss_stat` of atomics, which has no slots to read.
+bool has_percpu_rss(const btf* b) {
+  const int mm = btf__find_by_name_kind(b, "mm_struct", BTF_KIND_STRUCT);
+  if (mm < 0) return false;
+  const btf_member* rss = find_member(b, mm, "rss_stat");
+  if (!rss) return false;
+  const btf_type* t = btf__type_by_id(b, rss->type);
+  if (!t || !btf_is_array(t)) return false;
+  const btf_type* elem = btf__type_by_id(b, btf_array(t)->type);
+  const char* elem_name = elem ? btf__name_by_offset(b, elem->name_off) : "";
+  return btf_is_struct(elem) && std::strcmp(elem_name, "percpu_counter") == 0;
+}
+
+// A verifier rejection (EACCES, EINVAL) is a bug of ours, not a missing
+// feature, so it is not in this list.
+bool capability_errno(int err) {
+  return err == EPERM || err == ENOENT || err == ENOTSUP || err == EOPNOTSUPP ||
+         err == ESRCH;
+}
+
+}  // namespace
+
+uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus) {
+  const uint64_t fit = std::min<uint64_t>(bytes / cpus / sizeof(rss_slot),
+                                          (uint64_t{1} << 31) / cpus);
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::bit_floor(fit), 4096, uint64_t{1} << 20));
+}
+
+CaptureSupport probe_capture_support() {
+  CaptureSupport s;
+  s.root = geteuid() == 0;
+  btf* b = btf__load_vmlinux_btf();
+  s.btf = b != nullptr;
+  if (b) {
+    s.percpu_rss = has_percpu_rss(b);
+    s.tracepoints = true;
+    for (const char* tp : kTracepoints) {
+      const std::string type = fmt::format("btf_trace_{}", tp);
+      if (btf__find_by_name_kind(b, type.c_str(), BTF_KIND_TYPEDEF) < 0) {
+        s.tracepoints = false;
+        s.missing +=
+            fmt::format("tracepoint {} is not in the kernel BTF; ", tp);
+      }
+    }
+    btf__free(b);
+  }
+  const std::string pids = pid_namespace_problem();
+  s.host_pids = pids.empty();
+  if (!s.host_pids) s.missing += pids + "; ";
+  if (!s.root)
+    s.missing += "not root: loading BPF needs CAP_BPF and CAP_PERFMON; ";
+  if (!s.btf)
+    s.missing +=
+        "no kernel BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF); ";
+  else if (!s.percpu_rss)
+    s.missing +=
+        "mm->rss_stat is not a percpu_counter array: the kernel predates "
+        "Linux 6.2 (f1a7941243c1), whose counters rssaudit audits; ";
+  if (!s.missing.empty()) s.missing.resize(s.missing.size() - 2);
+  return s;
+}
+
+BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
+  OpenResult r;
+  const CaptureSupport support = probe_capture_support();
+  if (!support.missing.empty()) {
+    r.error = "BPF capture unavailable: " + support.missing;
+    r.unsupported = true;
+    return r;
+  }
+
+  std::unique_ptr<BpfCapture> c(new BpfCapture);
+  std::string log;
+  LogScope scope(&log);
+  const auto fail = [&](const char* step, int err) {
+    r.error = fmt::format("BPF capture: {} failed: {}", step,
+                          std::strerror(err < 0 ? -err : err));
+    if (!log.empty()) r.error += "\n" + log;
+    r.unsupported = capability_errno(err < 0 ? -err : err);
+    return std::move(r);
+  };
+
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return fail("counting possible CPUs", cpus);
+  c->possible_cpus_ = static_cast<uint32_t>(cpus);
+  c->drop_values_.resize(c->possible_cpus_);
+
+  c->skel_ = rssaudit_bpf__open();
+  if (!c->skel_) return fail("open", errno);
+  c->skel_->rodata->self_tgid =
+      options.self_tgid ? options.self_tgid : static_cast<uint32_t>(getpid());
+  c->skel_->rodata->target_tgid = options.target_tgid;
+  const uint32_t slots_per_cpu =
+      slots_per_cpu_for(options.stream_bytes, c->possible_cpus_);
+  c->skel_->rodata->slots_per_cpu = slots_per_cpu;
+  if (int err = bpf_map__set_max_entries(c->skel_->maps.slots,
+                                         c->possible_cpus_ * slots_per_cpu))
+    return fail("sizing the streams", err);
+  if (int err =
+          bpf_map__set_max_entries(c->skel_->maps.positions, c->possible_cpus_))
+    return fail("sizing the streams", err);
+  if (int err = rssaudit_bpf__load(c->skel_)) return fail("load", err);
+  if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
+
+  std::string error;
+  c->streams_ = StreamReader::map(bpf_map__fd(c->skel_->maps.slots),
+                                  bpf_map__fd(c->skel_->maps.positions),
+                                  c->possible_cpus_, slots_per_cpu, error);
+  if (!c->streams_) {
+    r.error = "BPF capture: " + error;
+    return r;
+  }
+  r.capture = std::move(c);
+  return r;
+}
+
+BpfCapture::~BpfCapture() {
+  streams_.reset();  // unmapped before the maps are freed with the skeleton
+  rssaudit_bpf__destroy(skel_);
+}
+
+std::optional<exited_process> BpfCapture::exited(uint32_t tgid) const {
+  exited_process who{};
+  const uint32_t slot = tgid % RSS_EXITED_SLOTS;
+  if (bpf_map__lookup_elem(skel_->maps.exited, &slot, sizeof(slot), &who,
+                           sizeof(who), 0) ||
+      who.tgid != tgid)
+    return std::nullopt;  // not ended, or its slot reused since
+  return who;
+}
+
+uint64_t BpfCapture::drops() const {
+  const uint32_t zero = 0;
+  if (bpf_map__lookup_elem(skel_->maps.drops, &zero, sizeof(zero),
+                           drop_values_.data(),
+                           drop_values_.size() * sizeof(uint64_t), 0))
+    return last_drops_;  // cannot fail on a live map; never under-report
+  uint64_t sum = streams_->skipped();
+  for (uint64_t v : drop_values_) sum += v;
+  last_drops_ = sum;
+  return sum;
+}
+
+std::optional<double> BpfCapture::bpf_ns_per_event() const {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.on_rss_stat), &info,
+                             &len) != 0 ||
+      info.run_cnt == 0)
+    return std::nullopt;
+  return double(info.run_time_ns) / double(info.run_cnt);
+}
+
+}  // namespace rssaudit

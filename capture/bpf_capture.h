@@ -1,0 +1,114 @@
+// Loads the capture BPF programs (bpf/*.bpf.c), attaches them and drains
+// their per-CPU streams of rss_event records. Owns no loop and no clock: the
+// caller polls on its own timer, since the programs never wake it up.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bpf/rss_event.h"
+#include "capture/stream_reader.h"
+
+struct rssaudit_bpf;
+
+namespace rssaudit {
+
+struct CaptureOptions {
+  // Only this process's mm (0: every process). Learned from the target's
+  // first update of its own mm, so updates to it made from other contexts
+  // before that are not seen.
+  uint32_t target_tgid = 0;
+  // This process's own mm is never captured (mapping its streams alone
+  // makes thousands of updates). 0: the calling process.
+  uint32_t self_tgid = 0;
+  // Memory for the per-CPU streams, shared out between the possible CPUs:
+  // each gets a power of two of 56-byte slots, 4 Ki to 1 Mi of them. 32 MiB
+  // on 2 CPUs gives each 256 Ki slots, 0.25 s of 1 M records/s on one CPU.
+  // The daemon polls before a stream can be a quarter full, and longer
+  // sleeps cost less per record: with 16 MiB its CPU time per record at
+  // 1 M/s was 15-25 ns more (bench/consumer_rate.sh).
+  size_t stream_bytes = size_t{32} << 20;
+};
+
+// Each CPU's share of `bytes` of streams, in slots: a power of two within
+// [4 Ki, 1 Mi], and small enough that every slot index fits the BPF side's
+// 32 bits.
+uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus);
+
+// What the running kernel offers for capture.
+struct CaptureSupport {
+  bool root = false;         // CAP_BPF + CAP_PERFMON, in practice root
+  bool btf = false;          // /sys/kernel/btf/vmlinux loads
+  bool percpu_rss = false;   // mm->rss_stat is struct percpu_counter[] (6.2+)
+  bool tracepoints = false;  // every tp_btf target has its btf_trace_ type
+  // The pids the kernel reports (task->tgid, in the initial PID namespace)
+  // are this process's own and those /proc shows: false in a container
+  // without the host's PID namespace, where every /proc read by pid would
+  // find no process, or another one.
+  bool host_pids = false;
+  // Empty when capture can run, else what is missing, for a human.
+  std::string missing;
+};
+CaptureSupport probe_capture_support();
+
+class BpfCapture {
+ public:
+  struct OpenResult {
+    std::unique_ptr<BpfCapture> capture;  // null on failure
+    std::string error;                    // why, with libbpf's own words
+    // The failure is a missing kernel feature or privilege, not a bug.
+    bool unsupported = false;
+  };
+  // Probes, loads and attaches. Never raises RLIMIT_MEMLOCK: kernels with
+  // memcg accounting of BPF memory (5.11+) do not need it.
+  static OpenResult open(const CaptureOptions& options);
+
+  BpfCapture(const BpfCapture&) = delete;
+  BpfCapture& operator=(const BpfCapture&) = delete;
+  ~BpfCapture();
+
+  // Hands the published records, at most kMaxPerPoll (producers can
+  // outpace one drain: the loop then serves its timers and comes back), to
+  // `fn(const rss_event&)`, in sequence order, without blocking; returns how
+  // many. No allocation, no syscall.
+  template <class Fn>
+  int poll(Fn&& fn) {
+    return static_cast<int>(streams_->consume(kMaxPerPoll, fn));
+  }
+
+  // Records lost since open: refused by a full stream (counted in BPF,
+  // summed over CPUs) or never published (StreamReader::skipped()).
+  uint64_t drops() const;
+
+  // Mean kernel time of the rss_stat program per run, from the kernel's
+  // own accounting; empty unless kernel.bpf_stats_enabled is on (or was:
+  // the counts are kept). A syscall: call per query, not per event.
+  std::optional<double> bpf_ns_per_event() const;
+
+  // Who process `tgid` was, if its last thread exited under the capture
+  // and no later exit took its slot (tgid % RSS_EXITED_SLOTS). Each of its
+  // mms, the one an exec left included, may ask. A syscall: call per mm
+  // end, not per event.
+  std::optional<exited_process> exited(uint32_t tgid) const;
+
+  // CPUs the kernel may ever use: the range of rss_event::cpu.
+  uint32_t possible_cpus() const { return possible_cpus_; }
+  // Records one CPU's stream holds when full.
+  uint64_t stream_records() const { return streams_->slots_per_cpu(); }
+
+ private:
+  BpfCapture() = default;
+
+  rssaudit_bpf* skel_ = nullptr;
+  std::unique_ptr<StreamReader> streams_;
+  uint32_t possible_cpus_ = 0;
+  static constexpr uint32_t kMaxPerPoll = 1 << 18;
+  mutable std::vector<uint64_t> drop_values_;
+  mutable uint64_t last_drops_ = 0;
+};
+
+}  // namespace rssaudit

@@ -1,0 +1,551 @@
+#include "capture/delta_reconstructor.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <utility>
+
+namespace rssaudit {
+
+DeltaReconstructor::DeltaReconstructor(const ReconstructorOptions& options)
+    : options_(options), cpu_mm_(options.nr_cpus), pending_(1024) {}
+
+DeltaReconstructor::~DeltaReconstructor() = default;
+
+// An update the capture did not time (rss_event.h) happened before the
+// latest time the stream has shown and after untimed_floor(); emission and
+// the models take the former, checks that need its earliest moment the
+// latter, quietness its arrival (quiet_since()).
+uint64_t DeltaReconstructor::start_of(const rss_event& e) const {
+  return e.start_ns ? e.start_ns : watermark_ns_;
+}
+
+uint64_t DeltaReconstructor::end_of(const rss_event& e) const {
+  return e.start_ns ? e.start_ns + e.span_ns : watermark_ns_;
+}
+
+uint64_t DeltaReconstructor::earliest_of(const rss_event& e) const {
+  return e.start_ns ? e.start_ns : untimed_floor();
+}
+
+// A record that was not in the ring when the previous drain read it was
+// reserved after that read, or was being written then (programs take less
+// than grace_ns); its add came at most the slack before. The time the
+// drain gave advance() was read before that read.
+uint64_t DeltaReconstructor::untimed_floor() const {
+  const uint64_t margin = 2 * options_.grace_ns + kLateSlackNs;
+  return last_advance_ns_ > margin ? last_advance_ns_ - margin : 1;
+}
+
+// The latest a record of `st` may have been: an untimed one arrived before
+// the advance() after the one that preceded it.
+uint64_t DeltaReconstructor::quiet_since(const MmState& st) const {
+  if (!st.untimed) return st.last_end_ns;
+  uint64_t bound = prev_advance_ns_;
+  if (st.untimed_after_ns >= last_advance_ns_)
+    bound = UINT64_MAX / 4;  // no advance() since: not quiet
+  else if (st.untimed_after_ns >= prev_advance_ns_)
+    bound = last_advance_ns_;
+  return std::max(st.last_end_ns, bound);
+}
+
+DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
+                                                      MmState& mm,
+                                                      uint64_t end_ns) {
+  if (size_ == pending_.size()) {
+    std::vector<Pending> bigger(pending_.size() * 2);
+    for (size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
+    pending_ = std::move(bigger);
+    head_ = 0;
+  }
+  Pending& p = at(size_++);
+  p.type = type;
+  p.seq = pushed_++;
+  p.fold = false;
+  p.prev_fold = 0;
+  p.used_resync = false;
+  p.cancelled = false;
+  p.mm = &mm;
+  p.end_ns = end_ns;
+  p.info = UpdateInfo{};
+  return p;
+}
+
+DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
+                                                          bool from_zero,
+                                                          uint64_t time_ns) {
+  // Consecutive records mostly concern one mm: skip the hash lookup.
+  if (last_mm_ && last_mm_->key.addr == addr) return *last_mm_;
+  std::unique_ptr<MmState>& slot = mms_[addr];
+  if (slot) return *(last_mm_ = slot.get());
+  slot = std::make_unique<MmState>();
+  MmState& st = *slot;
+  st.key = MmKey{addr, next_generation_++};
+  st.from_zero = from_zero;
+  st.count_known.fill(from_zero);
+  st.synced.fill(from_zero);
+  st.unknown_slots.fill(from_zero ? 0 : options_.nr_cpus);
+  std::array<SlotState, kMembers> initial;
+  initial.fill(SlotState{0, from_zero});
+  st.slots =
+      PerCpuArray<std::array<SlotState, kMembers>>(options_.nr_cpus, initial);
+  ++stats_.mms_created;
+  push(Pending::Type::kCreated, st, time_ns);
+  return *(last_mm_ = &st);
+}
+
+void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
+                                   const rss_event& e) {
+  Pending& p = push(Pending::Type::kLife, mm, end_of(e));
+  p.life = LifeEvent{kind, e.tid, e.cpu};
+}
+
+void DeltaReconstructor::note_running(MmState& st, const rss_event& e) {
+  // The per_cpu scheme folds a CPU's cache when the CPU switches to another
+  // mm. An owner update of another mm on that CPU shows such a switch (late
+  // when the CPU ran processes that updated no counter in between).
+  MmKey& running = cpu_mm_[e.cpu];
+  if (running == st.key) return;
+  if (running.addr) {
+    const auto it = mms_.find(running.addr);
+    if (it != mms_.end() && it->second->key == running)
+      push_life(*it->second, LifeKind::kCpuSwitch, e);
+  }
+  running = st.key;
+}
+
+void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
+  ++stats_.events;
+  if (e.flags & RSS_EVF_AFTER_LOSS) {
+    on_loss();
+    flagged_loss_ = true;
+  }
+  // Capped at the grace period: one odd record must not make every later
+  // overlap scan walk the whole queue.
+  if (e.span_ns > max_span_ns_)
+    max_span_ns_ = std::min<uint64_t>(e.span_ns, options_.grace_ns);
+  if (e.cpu >= options_.nr_cpus) {
+    ++stats_.bad_records;
+    return;
+  }
+  switch (e.kind) {
+    case RSS_EV_UPDATE:
+      if (e.member >= kMembers) {
+        ++stats_.bad_records;
+        return;
+      }
+      on_update(e);
+      break;
+    case RSS_EV_NEW_TASK: {
+      // A reused tid is another task: its mm is the new one, its faults
+      // not yet known.
+      tasks_[e.tid] = TaskState{0, e.mm, false};
+      const auto flags = static_cast<uint64_t>(e.aux);
+      // Without CLONE_VM the child got a brand-new mm.
+      MmState& st = mm_state(e.mm, !(flags & CLONE_VM), e.start_ns);
+      if ((flags & CLONE_VM) && !(flags & CLONE_VFORK))
+        push_life(st, LifeKind::kSecondUser, e);
+      break;
+    }
+    case RSS_EV_EXEC: {
+      owner_gone(e.tgid, e.start_ns);
+      mm_state(e.mm, true, e.start_ns);
+      // The old mm: from the task's NEW_TASK record or its updates (older
+      // recordings carry it in aux). Unknown for a task from before the
+      // capture that has not updated its own mm since.
+      uint64_t old_mm = static_cast<uint64_t>(e.aux);
+      const auto [task, first] = tasks_.try_emplace(e.tid);
+      if (!old_mm && !first) old_mm = task->second.mm;
+      task->second.mm = e.mm;
+      const auto old = mms_.find(old_mm);
+      if (old_mm && old_mm != e.mm && old != mms_.end())
+        push_life(*old->second, LifeKind::kTaskExit, e);
+      break;
+    }
+    case RSS_EV_EXIT:
+      if (last_task_ && last_tid_ == e.tid) last_task_ = nullptr;
+      tasks_.erase(e.tid);
+      if (e.flags & RSS_EVF_GROUP_DEAD) owner_gone(e.tgid, e.start_ns);
+      push_life(mm_state(e.mm, false, e.start_ns), LifeKind::kTaskExit, e);
+      break;
+    case RSS_EV_EXIT_MMAP: {
+      const auto it = mms_.find(e.mm);
+      if (it == mms_.end()) break;  // never updated under the capture
+      push_life(*it->second, LifeKind::kMmExit, e);
+      if (const uint32_t owner = it->second->owner_tgid; owner) {
+        const auto o = owned_.find(owner);
+        if (o != owned_.end() && o->second == e.mm) owned_.erase(o);
+      }
+      Pending& p = push(Pending::Type::kDestroyed, *it->second, end_of(e));
+      p.dead = std::move(it->second);
+      if (last_mm_ == p.dead.get()) last_mm_ = nullptr;
+      mms_.erase(it);
+      ++stats_.mms_destroyed;
+      break;
+    }
+    default:
+      ++stats_.bad_records;
+      return;
+  }
+  if (e.start_ns > watermark_ns_) watermark_ns_ = e.start_ns;
+  emit_ready(sink, false);
+}
+
+void DeltaReconstructor::on_update(const rss_event& e) {
+  ++stats_.updates;
+  const uint64_t start = start_of(e), end = end_of(e);
+  MmState& st = mm_state(e.mm, e.flags & RSS_EVF_CREATING, start);
+  check_resync(st, earliest_of(e));
+  if (e.start_ns) {
+    st.last_end_ns = std::max(st.last_end_ns, end);
+  } else {
+    st.untimed = true;
+    st.untimed_after_ns = last_advance_ns_;
+  }
+  if ((e.flags & RSS_EVF_OWNER) && !st.owner_tgid) {
+    // The first owner's process shows this mm in /proc/PID/status until
+    // it execs or exits (a vfork child updating it comes later).
+    st.owner_tgid = e.tgid;
+    owned_[e.tgid] = e.mm;
+  }
+  if (e.flags & RSS_EVF_OWNER) note_running(st, e);
+  const int m = e.member;
+  SlotState& slot = st.slots.at(e.cpu)[m];
+
+  Pending& p = push(Pending::Type::kUpdate, st, end);
+  p.update.time_ns = start;
+  p.update.task = e.tid;
+  p.update.cpu = e.cpu;
+  p.update.member = static_cast<uint8_t>(m);
+  const bool in_fault = e.flags & RSS_EVF_IN_FAULT;
+  p.update.flags = ((e.flags & RSS_EVF_OWNER) ? kUpdateByOwner : 0) |
+                   (in_fault ? kUpdateInFault : 0);
+  p.info.end_ns = end;
+  p.info.kernel_count = e.aux;
+  p.info.kernel_slot = e.slot;
+  p.info.tgid = e.tgid;
+  if (e.flags & RSS_EVF_OWNER) {
+    // Records come in runs of one task: skip the hash lookup. Element
+    // references survive rehashing; only the erase at EXIT drops one.
+    if (!last_task_ || last_tid_ != e.tid) {
+      last_task_ = &tasks_[e.tid];
+      last_tid_ = e.tid;
+    }
+    TaskState& task = *last_task_;
+    // The fault total wraps at 2^16: the difference is right below that.
+    p.info.faults = task.faults_known
+                        ? static_cast<uint16_t>(e.faults - task.faults)
+                        : uint16_t{in_fault};
+    task.faults = e.faults;
+    task.faults_known = true;
+    // Only when unknown: between exec_mmap() and its EXEC record a task
+    // already updates its new mm, and the old one is what the exec leaves.
+    if (!task.mm) task.mm = e.mm;
+  }
+
+  // A resynced member whose one unknown left is this record's: the sum of
+  // the unknowns is that very slot (or `count`).
+  if (st.synced[m] && (!slot.known || !st.count_known[m]) &&
+      st.unknown_slots[m] + !st.count_known[m] == 1) {
+    if (!slot.known) {
+      slot.value = static_cast<int32_t>(st.unknown_sum[m]);
+      slot.known = true;
+      --st.unknown_slots[m];
+    } else {
+      st.count[m] = st.unknown_sum[m];
+      st.count_known[m] = true;
+    }
+    st.unknown_sum[m] = 0;
+    p.used_resync = st.resync_pending;
+  }
+  int64_t delta = 0;
+  if (!slot.known || !st.count_known[m]) {
+    // Joined mid-life: this event only sets the baseline of its slot; the
+    // member's value is unknown until a resync.
+    p.info.fidelity = Fidelity::kNoBaseline;
+    st.synced[m] = false;
+    if (!st.count_known[m] || e.slot == 0) st.count[m] = e.aux;
+    st.count_known[m] = true;
+    if (!slot.known) --st.unknown_slots[m];
+  } else if (e.slot != 0) {
+    // No fold (a fold leaves the slot at zero): the slot moved by delta.
+    delta = int64_t{e.slot} - slot.value;
+  } else {
+    // Back to zero: `count` moved by slot_before + delta (a fold, at least
+    // batch away from zero) or not at all.
+    p.fold = true;
+    p.prev_fold = st.last_fold[m];
+    st.last_fold[m] = p.seq + 1;
+    int64_t moved = e.aux - st.count[m];
+    if (moved != 0 && std::llabs(moved) < options_.batch) {
+      p.info.fidelity = Fidelity::kInconsistent;
+      moved = 0;  // the rest stays unexplained for the next fold
+    }
+    st.count[m] += moved;
+    delta = moved - slot.value;
+    // The capture times every fold; one without a window (a malformed
+    // record) cannot be ordered against the others.
+    if (!e.start_ns) p.info.fidelity = Fidelity::kAmbiguous;
+    if (st.emitted_fold_end[m] >= start && st.emitted_fold_cpu[m] != e.cpu) {
+      ++stats_.late_overlaps;
+      p.info.fidelity = Fidelity::kAmbiguous;
+    }
+    const bool late = st.unexplained_end[m] && st.unexplained_cpu[m] != e.cpu;
+    mark_overlaps(
+        p, late ? std::min<uint64_t>(st.unexplained_end[m], start) : start);
+    if (late && e.aux == st.count[m]) st.unexplained_end[m] = 0;
+  }
+  if (e.aux != st.count[m] && !st.unexplained_end[m]) {
+    // The capture times the first record of a CPU that shows a `count` its
+    // previous one did not; were this one untimed, its earliest moment
+    // only widens the late fold's window.
+    st.unexplained_end[m] = e.start_ns ? end : earliest_of(e);
+    st.unexplained_cpu[m] = e.cpu;
+  }
+  slot.value = e.slot;
+  slot.known = true;
+  p.update.delta = static_cast<int32_t>(delta);
+}
+
+void DeltaReconstructor::owner_gone(uint32_t tgid, uint64_t start_ns) {
+  const auto it = owned_.find(tgid);
+  if (it == owned_.end()) return;
+  if (const auto mm = mms_.find(it->second); mm != mms_.end()) {
+    check_resync(*mm->second, start_ns);
+    mm->second->owner_tgid = 0;
+  }
+  owned_.erase(it);
+}
+
+void DeltaReconstructor::check_resync(MmState& st, uint64_t start_ns) {
+  // The add precedes its record's start by up to an interrupt's length.
+  if (st.resync_pending && start_ns <= st.resync_read_end_ns + kLateSlackNs)
+    cancel_resync(st);
+}
+
+void DeltaReconstructor::cancel_resync(MmState& st) {
+  ++stats_.resyncs_cancelled;
+  st.resync_pending = false;
+  for (int m = 0; m < kMembers; ++m)
+    if (st.resync_members >> m & 1) st.synced[m] = false;
+  st.next_resync_ns = st.resync_read_end_ns + 100'000'000;
+  const uint64_t head_seq = pushed_ - size_;
+  if (st.resync_seq < head_seq) {
+    // Already emitted (cannot happen while grace_ns exceeds the slack):
+    // take the values back.
+    ++stats_.late_overlaps;
+    Pending& p = push(Pending::Type::kBaseline, st, st.last_end_ns);
+    p.baseline_members = st.resync_members;
+    p.baseline.fill(std::nullopt);
+    return;
+  }
+  for (size_t i = st.resync_seq - head_seq; i < size_; ++i) {
+    Pending& p = at(i);
+    if (p.mm != &st) continue;
+    if (p.type == Pending::Type::kBaseline) p.cancelled = true;
+    if (p.type == Pending::Type::kUpdate && p.used_resync)
+      p.info.fidelity = Fidelity::kNoBaseline;
+  }
+}
+
+ResyncResult DeltaReconstructor::resync(
+    uint64_t addr, uint32_t tgid,
+    const std::array<std::optional<int64_t>, kMembers>& pages,
+    uint64_t read_start_ns, uint64_t read_end_ns) {
+  ++stats_.resyncs_offered;
+  const auto reject = [&](ResyncResult r) {
+    ++stats_.resyncs_rejected;
+    return r;
+  };
+  const auto it = mms_.find(addr);
+  if (it == mms_.end() || !tgid || it->second->owner_tgid != tgid)
+    return reject(ResyncResult::kUnknownMm);
+  MmState& st = *it->second;
+  if (st.resync_pending ||
+      quiet_since(st) + max_span_ns_ + kLateSlackNs >= read_start_ns) {
+    st.next_resync_ns = read_end_ns + 10'000'000;
+    return reject(ResyncResult::kNotQuiet);
+  }
+  std::array<int64_t, kMembers> unknown{};
+  uint8_t members = 0;
+  for (int m = 0; m < kMembers; ++m) {
+    if (st.synced[m] || !pages[m]) continue;
+    int64_t known = st.count_known[m] ? st.count[m] : 0;
+    for (uint32_t c = 0; c < options_.nr_cpus; ++c) {
+      const SlotState& slot = st.slots.get(c)[m];
+      if (slot.known) known += slot.value;
+    }
+    unknown[m] = *pages[m] - known;
+    const uint32_t unknowns = st.unknown_slots[m] + !st.count_known[m];
+    // Nothing unknown: the stream alone must give the same value. One slot
+    // unknown: it is within (-batch, batch).
+    if ((unknowns == 0 && unknown[m] != 0) ||
+        (unknowns == 1 && st.count_known[m] &&
+         std::llabs(unknown[m]) >= options_.batch)) {
+      st.next_resync_ns = read_end_ns + 100'000'000;
+      return reject(ResyncResult::kInconsistent);
+    }
+    members |= uint8_t(1u << m);
+  }
+  if (!members) return ResyncResult::kNotNeeded;
+  Pending& p = push(Pending::Type::kBaseline, st, read_end_ns);
+  p.baseline_members = members;
+  for (int m = 0; m < kMembers; ++m) {
+    if (!(members >> m & 1)) continue;
+    st.synced[m] = true;
+    st.unknown_sum[m] = unknown[m];
+    p.baseline[m] = pages[m];
+  }
+  st.resync_pending = true;
+  st.resync_seq = p.seq;
+  st.resync_read_end_ns = read_end_ns;
+  st.resync_members = members;
+  return ResyncResult::kOffered;
+}
+
+std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
+    uint64_t now_ns, uint64_t quiet_ns, size_t max) const {
+  std::vector<ResyncCandidate> out;
+  for (const auto& [addr, st] : mms_) {
+    if (out.size() >= max) break;
+    if (!st->owner_tgid || st->resync_pending ||
+        quiet_since(*st) + quiet_ns > now_ns || st->next_resync_ns > now_ns)
+      continue;
+    bool all = true;
+    for (int m = 0; m < kMembers; ++m) all &= st->synced[m];
+    if (!all) out.push_back({addr, st->owner_tgid});
+  }
+  return out;
+}
+
+void DeltaReconstructor::on_loss() {
+  ++stats_.losses;
+  for (auto& [addr, ptr] : mms_) {
+    MmState& st = *ptr;
+    if (st.resync_pending) cancel_resync(st);
+    st.slots.fill({});  // every slot unknown
+    st.count_known.fill(false);
+    st.synced.fill(false);
+    st.unknown_slots.fill(options_.nr_cpus);
+    st.unexplained_end.fill(0);
+    st.next_resync_ns = 0;
+    Pending& p = push(Pending::Type::kBaseline, st, st.last_end_ns);
+    p.baseline_members = (1u << kMembers) - 1;
+    p.baseline.fill(std::nullopt);
+  }
+}
+
+void DeltaReconstructor::on_drops(uint64_t total) {
+  if (total != drops_seen_ && !flagged_loss_) on_loss();
+  drops_seen_ = total;
+  flagged_loss_ = false;
+}
+
+// Flags `fold` and every held-back fold of the same counter on another CPU
+// whose window overlaps its own, [since_ns, end]: which of them moved
+// `count` first is unknown. Walks the counter's chain of held-back folds,
+// newest first, and stops at one that ended more than grace_ns before:
+// older ones cannot overlap (they ended before their successors reserved).
+void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns) {
+  const uint64_t head_seq = pushed_ - size_;
+  for (uint64_t next = fold.prev_fold; next > head_seq;) {
+    Pending& p = at(next - 1 - head_seq);
+    next = p.prev_fold;
+    // Records are in reservation order and each spans at most max_span_ns_,
+    // so every record before one that ended max_span_ns_ before `since`
+    // ended before it too.
+    if (p.end_ns + max_span_ns_ + kLateSlackNs < since_ns) break;
+    if (p.update.cpu == fold.update.cpu) continue;
+    // Another task's fold may have landed before its record started by up
+    // to an interrupt's length (the add re-enables interrupts before the
+    // tracepoint): near misses between tasks are flagged too. One task's
+    // records cannot overlap its own.
+    const uint64_t slack = p.update.task == fold.update.task ? 0 : kLateSlackNs;
+    if (p.end_ns + slack < since_ns) continue;
+    // p reserved before fold, so p started before fold ended: overlap.
+    if (p.info.fidelity != Fidelity::kNoBaseline)
+      p.info.fidelity = Fidelity::kAmbiguous;
+    if (fold.info.fidelity != Fidelity::kNoBaseline)
+      fold.info.fidelity = Fidelity::kAmbiguous;
+  }
+}
+
+void DeltaReconstructor::advance(uint64_t now_ns, ReconstructorSink& sink) {
+  if (now_ns > last_advance_ns_) {
+    prev_advance_ns_ = last_advance_ns_;
+    last_advance_ns_ = now_ns;
+  }
+  if (now_ns > watermark_ns_) watermark_ns_ = now_ns;
+  emit_ready(sink, false);
+}
+
+void DeltaReconstructor::flush(ReconstructorSink& sink) {
+  emit_ready(sink, true);
+}
+
+void DeltaReconstructor::emit_ready(ReconstructorSink& sink, bool all) {
+  while (size_ > 0) {
+    Pending& p = pending_[head_];
+    if (!all && p.end_ns + options_.grace_ns >= watermark_ns_) break;
+    emit(p, sink);
+    p.dead.reset();
+    head_ = (head_ + 1) & (pending_.size() - 1);
+    --size_;
+  }
+}
+
+void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
+  MmState& st = *p.mm;
+  switch (p.type) {
+    case Pending::Type::kCreated:
+      sink.on_mm_created(st.key, st.from_zero);
+      break;
+    case Pending::Type::kUpdate: {
+      switch (p.info.fidelity) {
+        case Fidelity::kExact:
+          ++stats_.exact;
+          break;
+        case Fidelity::kAmbiguous:
+          ++stats_.ambiguous;
+          break;
+        case Fidelity::kNoBaseline:
+          ++stats_.no_baseline;
+          break;
+        case Fidelity::kInconsistent:
+          ++stats_.inconsistent;
+          break;
+      }
+      if (p.fold) {
+        const int m = p.update.member;
+        st.emitted_fold_end[m] = p.end_ns;
+        st.emitted_fold_cpu[m] = p.update.cpu;
+      }
+      if (p.update.by_owner() && p.info.faults) {
+        // The task's faults since its last update came before this one.
+        sink.on_life(st.key, LifeEvent{LifeKind::kFault, p.update.task,
+                                       p.update.cpu, p.info.faults});
+      }
+      sink.on_update(st.key, p.update, p.info);
+      break;
+    }
+    case Pending::Type::kLife:
+      sink.on_life(st.key, p.life);
+      break;
+    case Pending::Type::kDestroyed:
+      sink.on_mm_destroyed(st.key);
+      break;
+    case Pending::Type::kBaseline:
+      if (st.resync_pending && st.resync_seq == p.seq)
+        st.resync_pending = false;  // no later record can overlap its read
+      if (p.cancelled) break;
+      if (p.baseline[0] || p.baseline[1] || p.baseline[2] || p.baseline[3])
+        ++stats_.resyncs_applied;
+      for (int m = 0; m < kMembers; ++m)
+        if (p.baseline_members >> m & 1)
+          sink.on_baseline(st.key, m, p.baseline[m]);
+      break;
+  }
+}
+
+}  // namespace rssaudit

@@ -1,0 +1,319 @@
+// Turns the raw rss_event records of the capture into the exact update
+// stream of core/schemes/update.h: (mm, member, cpu, delta) per counter update,
+// plus life-cycle events. Pure logic: no syscalls, no clock, so synthetic
+// record sequences test it.
+//
+// The method (KERNEL.md): a slot changes only on its own CPU, right before
+// the record of that change. Per (mm, member, cpu) the last slot is known,
+// so a non-zero slot gives delta = slot_after - slot_before. A slot back at
+// zero either folded into `count` or returned to zero; the change of `count`
+// not yet explained by earlier folds says which, and by how much. Two such
+// events on different CPUs whose [start, end] windows overlap cannot be told
+// apart: both are flagged kAmbiguous, never presented as exact.
+//
+// Absolute values. An mm seen from its creation starts with every counter
+// and slot at 0, so the sum of its deltas is its exact value. An mm that
+// existed before the capture (or any mm after a capture loss) does not:
+// the slots of CPUs it has not updated on since are unknown, and so is its
+// value. It is resynchronised from a precise value the kernel computes
+// itself, /proc/PID/status (count + every slot, KERNEL.md), read by the
+// daemon (capture/mm_resync.h) at a moment the stream proves quiescent: no
+// record of the mm, nor an exec or exit of its owner, around the read. Why
+// /proc and not a BPF read of every slot at the mm's first update: it adds
+// nothing to the per-event BPF cost (no per-mm "seen" lookup in the hot
+// path) and needs no per-CPU loop in the verifier, and a quiescent read has
+// no race with an update in flight on another CPU. The price: a busy mm
+// waits for a quiet moment, and on a large machine the first update on a CPU
+// the mm had not used since the baseline, when more than one slot is still
+// unknown, loses the value again until the next quiet moment (the sum of the
+// unknown slots is known, not each of them).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "bpf/rss_event.h"
+#include "core/schemes/per_cpu_array.h"
+#include "core/schemes/update.h"
+
+namespace rssaudit {
+
+// One mm while it lives: its kernel address and a sequence number given at
+// creation, so an address reused after exit_mmap is another mm.
+struct MmKey {
+  uint64_t addr = 0;
+  uint64_t generation = 0;
+  bool operator==(const MmKey&) const = default;
+};
+
+enum class Fidelity : uint8_t {
+  kExact,         // the kernel's own delta
+  kAmbiguous,     // overlapping folds on two CPUs: the sum of the group is
+                  // right, the split between its events is not known
+  kNoBaseline,    // first update of this CPU to an mm that existed before
+                  // the capture: slot before unknown, delta reported as 0
+  kInconsistent,  // `count` moved by an amount no single fold can make,
+                  // without a visible overlap; delta attributed as no fold
+};
+
+struct UpdateInfo {
+  // The record's window is [update.time_ns, end]; end == time_ns when the
+  // capture took no end (an update that left its slot non-zero). An update
+  // the capture did not time (rss_event.h) gets the latest time the stream
+  // had shown when it came, for both.
+  uint64_t end_ns = 0;
+  int64_t kernel_count = 0;  // rss_stat[member].count right after the add
+  int32_t kernel_slot = 0;   // this CPU's slot right after the add
+  uint32_t tgid = 0;         // of the updating task
+  // Page faults of the task since its last update of its own mm, this one's
+  // included (0 when unknown: the task's first update seen, not in a fault).
+  uint16_t faults = 0;
+  Fidelity fidelity = Fidelity::kExact;
+};
+
+class ReconstructorSink {
+ public:
+  virtual ~ReconstructorSink() = default;
+  // `from_zero`: seen from its creation (fork or exec), so every counter and
+  // slot started at 0; otherwise it existed before the capture.
+  virtual void on_mm_created(const MmKey& mm, bool from_zero) = 0;
+  virtual void on_update(const MmKey& mm, const Update& update,
+                         const UpdateInfo& info) = 0;
+  virtual void on_life(const MmKey& mm, const LifeEvent& event) = 0;
+  // After its last update and its kMmExit.
+  virtual void on_mm_destroyed(const MmKey& mm) = 0;
+  // The exact value of `member` at this point of the stream: `pages` once
+  // established from a precise source (a resync), nullopt when it stops
+  // being known (a capture loss). An update flagged kNoBaseline also
+  // means the member's value is unknown from there on.
+  virtual void on_baseline(const MmKey& mm, int member,
+                           std::optional<int64_t> pages) {
+    (void)mm, (void)member, (void)pages;
+  }
+};
+
+struct ReconstructorOptions {
+  uint32_t nr_cpus = 1;  // bound of rss_event::cpu (possible CPUs)
+  int32_t batch = 32;    // percpu_counter batch of mm->rss_stat
+  // Longest time a BPF program takes from its start to its reservation or
+  // from its reservation to its end. Output waits this long after an event
+  // ends, so any overlapping event has arrived before it is emitted.
+  uint64_t grace_ns = 2'000'000;
+};
+
+struct ReconstructorStats {
+  uint64_t events = 0;
+  uint64_t updates = 0;
+  uint64_t exact = 0;
+  uint64_t ambiguous = 0;
+  uint64_t no_baseline = 0;
+  uint64_t inconsistent = 0;
+  // An overlapping fold arrived after its partner was emitted as exact:
+  // grace_ns is too short (should stay 0).
+  uint64_t late_overlaps = 0;
+  uint64_t bad_records = 0;  // cpu or member out of range, unknown kind
+  uint64_t mms_created = 0;
+  uint64_t mms_destroyed = 0;
+  uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()
+  uint64_t resyncs_offered = 0;
+  uint64_t resyncs_applied = 0;    // emitted as baselines
+  uint64_t resyncs_rejected = 0;   // not quiet, unknown mm, inconsistent
+  uint64_t resyncs_cancelled = 0;  // a record showed the mm was not quiet
+};
+
+// An mm whose value is not known, owned by a process that has been quiet.
+struct ResyncCandidate {
+  uint64_t addr = 0;
+  uint32_t tgid = 0;
+};
+
+enum class ResyncResult : uint8_t {
+  kOffered,       // held like a record; cancelled if a later one conflicts
+  kNotNeeded,     // every member already known
+  kUnknownMm,     // no such mm, or `tgid` no longer owns it
+  kNotQuiet,      // updated during (or just before) the read
+  kInconsistent,  // the values contradict what the stream knows
+};
+
+class DeltaReconstructor {
+ public:
+  explicit DeltaReconstructor(const ReconstructorOptions& options);
+  ~DeltaReconstructor();
+
+  // Feeds one record, in the capture's sequence order. Emits to `sink` the
+  // events that can no longer be affected by a later record (see grace_ns).
+  void on_event(const rss_event& e, ReconstructorSink& sink);
+  // After a poll that drained the capture's streams: every record that started
+  // before `now_ns` (bpf_ktime_get_ns, i.e. CLOCK_MONOTONIC) has arrived.
+  // Read the time before the poll reads the streams: a later one would hold
+  // back every record published during the poll until the next drain ends.
+  void advance(uint64_t now_ns, ReconstructorSink& sink);
+  // Emits everything held back (end of a recording, shutdown).
+  void flush(ReconstructorSink& sink);
+
+  // Precise values of the mm at `addr` (pages per member; nullopt: not
+  // read), read from /proc/`tgid`/status between `read_start_ns` and
+  // `read_end_ns` (CLOCK_MONOTONIC). Call right after a drain, before the
+  // next: a record drained later that started before the read ended (plus
+  // a slack) cancels it.
+  ResyncResult resync(uint64_t addr, uint32_t tgid,
+                      const std::array<std::optional<int64_t>, kMembers>& pages,
+                      uint64_t read_start_ns, uint64_t read_end_ns);
+  // Up to `max` mms with a member of unknown value whose owner is known and
+  // whose last record ended more than `quiet_ns` before `now_ns`.
+  std::vector<ResyncCandidate> resync_candidates(uint64_t now_ns,
+                                                 uint64_t quiet_ns,
+                                                 size_t max) const;
+  // Records were lost here: nothing about any mm is known any more (which
+  // mm lost an update is unknown). Records flagged RSS_EVF_AFTER_LOSS call
+  // it, and on_drops() when no such record says where the loss was.
+  void on_loss();
+  // After a drain: the capture's drop counter is `total`. A rise with no
+  // record flagged since the previous call is a loss whose flagged record
+  // has not arrived yet: on_loss() now. A rise whose flagged record came
+  // in the drain was placed by it already; voiding again would throw away
+  // what the records after it re-established.
+  void on_drops(uint64_t total);
+
+  const ReconstructorStats& stats() const { return stats_; }
+  size_t live_mms() const { return mms_.size(); }
+
+ private:
+  // A task's mm (from its NEW_TASK or EXEC record, else from its first
+  // update of its own mm): the old mm at its next exec. And its fault total
+  // (rss_event.faults) at its last update of its own mm, once one was seen.
+  struct TaskState {
+    uint16_t faults = 0;
+    uint64_t mm = 0;
+    bool faults_known = false;
+  };
+  struct SlotState {
+    int32_t value = 0;
+    bool known = false;
+  };
+  struct MmState {
+    MmKey key;
+    bool from_zero = false;
+    uint32_t owner_tgid = 0;   // of its first owner update (0: none yet)
+    uint64_t last_end_ns = 0;  // end of its latest timed record
+    // An untimed record came (rss_event.h), after the advance() at this time.
+    bool untimed = false;
+    uint64_t untimed_after_ns = 0;
+    uint64_t next_resync_ns = 0;  // back-off after a failed resync
+    // Per member: the value is known (seen from zero, or resynced since the
+    // last unknown delta). While known, `unknown_sum` holds the sum of what
+    // is still unknown: the slots of CPUs not seen since, and `count` when
+    // no record of the member was seen yet.
+    std::array<bool, kMembers> synced{};
+    std::array<int64_t, kMembers> unknown_sum{};
+    std::array<uint32_t, kMembers> unknown_slots{};
+    // A resync not yet emitted: its queue sequence number, its read end,
+    // the members it made known.
+    bool resync_pending = false;
+    uint64_t resync_seq = 0;
+    uint64_t resync_read_end_ns = 0;
+    uint8_t resync_members = 0;
+    // Per member: the sum of the folds attributed so far, i.e. the kernel's
+    // `count` once every fold before now has arrived.
+    std::array<int64_t, kMembers> count{};
+    std::array<bool, kMembers> count_known{};
+    // Per member: end of the first record whose `count` showed a fold not
+    // yet arrived (0: none), and its CPU. That fold, of another CPU, landed
+    // before this time even if its record starts later (an interrupt
+    // between the add and the tracepoint): its window starts here.
+    std::array<uint64_t, kMembers> unexplained_end{};
+    std::array<uint32_t, kMembers> unexplained_cpu{};
+    // The last emitted fold per member, to detect a late overlap.
+    std::array<uint64_t, kMembers> emitted_fold_end{};
+    std::array<uint32_t, kMembers> emitted_fold_cpu{};
+    // Per member: seq + 1 of its latest fold pushed (0: none), the head of
+    // the chain mark_overlaps() walks instead of every held-back record.
+    std::array<uint64_t, kMembers> last_fold{};
+    PerCpuArray<std::array<SlotState, kMembers>> slots;
+  };
+  struct Pending {
+    enum class Type : uint8_t {
+      kCreated,
+      kUpdate,
+      kLife,
+      kDestroyed,
+      kBaseline,
+    };
+    Type type = Type::kUpdate;
+    bool fold = false;  // kUpdate whose slot came back to zero
+    // A fold: seq + 1 of the previous fold of its mm and member (0: none).
+    uint64_t prev_fold = 0;
+    // kUpdate whose delta needed a resync still pending: flagged if that
+    // resync is cancelled.
+    bool used_resync = false;
+    bool cancelled = false;        // kBaseline: not emitted
+    uint8_t baseline_members = 0;  // kBaseline: members it sets
+    uint64_t seq = 0;
+    std::array<std::optional<int64_t>, kMembers> baseline{};
+    MmState* mm = nullptr;
+    uint64_t end_ns = 0;
+    Update update;
+    UpdateInfo info;
+    LifeEvent life;
+    std::unique_ptr<MmState> dead;  // kDestroyed: freed once emitted
+  };
+
+  MmState& mm_state(uint64_t addr, bool from_zero, uint64_t time_ns);
+  uint64_t start_of(const rss_event& e) const;
+  uint64_t end_of(const rss_event& e) const;
+  uint64_t earliest_of(const rss_event& e) const;
+  uint64_t untimed_floor() const;
+  uint64_t quiet_since(const MmState& st) const;
+  void on_update(const rss_event& e);
+  // A record of `st` (or of its owner's life) that started at `start_ns`:
+  // cancels a pending resync whose read it may have overlapped.
+  void check_resync(MmState& st, uint64_t start_ns);
+  void cancel_resync(MmState& st);
+  // The owner `tgid` execs or exits: /proc/tgid no longer shows its mm.
+  void owner_gone(uint32_t tgid, uint64_t start_ns);
+  void push_life(MmState& mm, LifeKind kind, const rss_event& e);
+  // An owner update of `st` on e.cpu: that CPU runs `st` now.
+  void note_running(MmState& st, const rss_event& e);
+  void mark_overlaps(Pending& fold, uint64_t since_ns);
+  void emit_ready(ReconstructorSink& sink, bool all);
+  void emit(Pending& p, ReconstructorSink& sink);
+  Pending& push(Pending::Type type, MmState& mm, uint64_t end_ns);
+  // The i-th pending event from the oldest; the capacity is a power of two.
+  Pending& at(size_t i) {
+    return pending_[(head_ + i) & (pending_.size() - 1)];
+  }
+
+  ReconstructorOptions options_;
+  ReconstructorStats stats_;
+  uint64_t next_generation_ = 1;
+  uint64_t watermark_ns_ = 0;
+  // The latest two advance() times: they bound untimed records.
+  uint64_t last_advance_ns_ = 0, prev_advance_ns_ = 0;
+  uint64_t max_span_ns_ = 0;  // longest record window seen
+  // How far before its record another task's fold may land (measured here:
+  // up to ~0.3 us; an interrupt can take longer).
+  static constexpr uint64_t kLateSlackNs = 2'000;
+  std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
+  std::unordered_map<uint32_t, TaskState> tasks_;  // by tid
+  TaskState* last_task_ = nullptr;  // of the last owner update, tid below
+  uint32_t last_tid_ = 0;
+  MmState* last_mm_ = nullptr;  // the last looked up: records come in runs
+  std::unordered_map<uint32_t, uint64_t> owned_;  // owner tgid -> mm addr
+  // Per CPU, the mm of its latest owner update: the mm it runs, as far as
+  // the stream shows (the capture has no hook on context switches).
+  std::vector<MmKey> cpu_mm_;
+  // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
+  // so steady state allocates nothing.
+  std::vector<Pending> pending_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+  uint64_t pushed_ = 0;        // events ever pushed: the next one's seq
+  uint64_t drops_seen_ = 0;    // the drop counter at the last on_drops()
+  bool flagged_loss_ = false;  // a record flagged after a loss since then
+};
+
+}  // namespace rssaudit

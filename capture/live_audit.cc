@@ -1,0 +1,35 @@
+#include "capture/live_audit.h"
+
+#include "os/clock.h"
+
+namespace rssaudit {
+
+LiveAudit::LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
+                     uint64_t page_size, uint64_t max_poll_ns)
+    : capture_(std::move(capture)),
+      reconstructor_(ReconstructorOptions{capture_->possible_cpus(), batch}),
+      resync_(MmResyncOptions{.page_size = page_size}),
+      // A drain should find at most a quarter of a stream.
+      pacing_{1'000'000, max_poll_ns, capture_->stream_records() / 4},
+      last_drain_ns_(monotonic_ns()),
+      next_poll_ns_(max_poll_ns) {}
+
+uint64_t LiveAudit::drain(ReconstructorSink& sink) {
+  // Before the poll reads the streams' heads: every record published
+  // before this time is handed over by the poll, so the reconstructor may
+  // let out what it holds up to it. With the time after the poll, at 2 M
+  // records/s its queue grew to a whole stream and records were lost.
+  const uint64_t polled_ns = monotonic_ns();
+  const auto n = static_cast<uint64_t>(capture_->poll(
+      [&](const rss_event& e) { reconstructor_.on_event(e, sink); }));
+  records_ += n;
+  reconstructor_.on_drops(capture_->drops());
+  reconstructor_.advance(polled_ns, sink);
+  const uint64_t now = monotonic_ns();
+  next_poll_ns_ = rssaudit::next_poll_ns(pacing_, n, now - last_drain_ns_);
+  last_drain_ns_ = now;
+  resync_.run(reconstructor_, polled_ns);
+  return n;
+}
+
+}  // namespace rssaudit

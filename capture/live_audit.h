@@ -1,0 +1,52 @@
+// The live side of an audit: the BPF capture, the reconstruction of its
+// records into exact updates, and the baselines from /proc, drained into a
+// sink. The one drain of rssauditd and of `rssaudit whatif --pid`: they
+// differ only in the sink (the daemon's AuditPipeline, whatif's per-scheme
+// report) and in who calls drain() when.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "capture/bpf_capture.h"
+#include "capture/delta_reconstructor.h"
+#include "capture/mm_resync.h"
+#include "capture/poll_pacing.h"
+
+namespace rssaudit {
+
+class LiveAudit {
+ public:
+  // `batch`: the kernel's percpu_counter batch of mm->rss_stat. `max_poll_ns`:
+  // the longest sleep between drains next_poll_ns() advises.
+  LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
+            uint64_t page_size, uint64_t max_poll_ns);
+
+  // Hands every record published so far (at most one poll's worth) through
+  // the reconstructor to `sink`, lets out what every CPU has shown to be
+  // complete, and offers /proc baselines of quiet mms. No allocation per
+  // record; returns the records taken.
+  uint64_t drain(ReconstructorSink& sink);
+  // The end of the stream: every update still held back goes to `sink`.
+  void flush(ReconstructorSink& sink) { reconstructor_.flush(sink); }
+
+  // How long to sleep before the next drain, from the last drain's rate.
+  uint64_t next_poll_ns() const { return next_poll_ns_; }
+  // CLOCK_MONOTONIC at the end of the last drain (or at construction).
+  uint64_t last_drain_ns() const { return last_drain_ns_; }
+  uint64_t records() const { return records_; }
+
+  const BpfCapture& capture() const { return *capture_; }
+  const ReconstructorStats& stats() const { return reconstructor_.stats(); }
+
+ private:
+  std::unique_ptr<BpfCapture> capture_;
+  DeltaReconstructor reconstructor_;
+  MmResync resync_;
+  const PollPacing pacing_;
+  uint64_t records_ = 0;
+  uint64_t last_drain_ns_;
+  uint64_t next_poll_ns_;
+};
+
+}  // namespace rssaudit

@@ -1,0 +1,74 @@
+// A snapshot of the running daemon's audit, built on request (a control
+// socket query, a metrics scrape), never per event. One type for every
+// consumer: the control socket serialises it as JSON, the metrics endpoint
+// as OpenMetrics, the CLI reads it back. Memory amounts are in pages of
+// `DaemonHealth::page_size`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/schemes/scheme_set.h"
+
+namespace rssaudit {
+
+struct DaemonHealth {
+  int64_t time_ns = 0;  // wall clock of the snapshot, ns since the epoch
+  double uptime_s = 0;
+  std::string host{};
+  std::string kernel_release{};
+  uint32_t nr_cpus = 0;
+  int32_t batch = 0;  // the kernel's percpu_counter batch for rss_stat
+  int64_t page_size = 4096;
+  uint64_t events = 0;      // capture records consumed since start
+  double events_per_s = 0;  // over the last sampling interval
+  uint64_t drops = 0;       // records lost in capture (a full stream)
+  uint64_t ambiguous = 0;   // updates flagged instead of guessed
+  double lag_s = 0;         // since the streams were last drained
+  // Kernel-side cost of the capture programs, when kernel.bpf_stats_enabled
+  // is on (empty otherwise: never a made-up number).
+  std::optional<double> bpf_ns_per_event{};
+  uint64_t fidelity_checked = 0;  // events compared with the kernel's count
+  uint64_t fidelity_matched = 0;
+  uint64_t live_mms = 0;
+  std::string store_error{};  // empty while the history is being written
+};
+
+// One audited process (one mm, the thread group's).
+struct LiveProcess {
+  uint32_t pid = 0;
+  uint64_t start_ticks = 0;  // /proc/PID/stat field 22; 0 if never sampled
+  std::string comm{};
+  std::string cgroup{};  // cgroup v2 path, "" if unknown
+  // Exact values are absolute (seen from creation, or resynced from /proc);
+  // otherwise exact_rss, peak_rss and drift() are unknown.
+  bool from_zero = false;
+  uint64_t updates = 0;
+  uint64_t flagged = 0;
+  uint64_t fidelity_checked = 0;
+  uint64_t fidelity_matched = 0;
+  int64_t exact_rss = 0;   // the sum of the update stream
+  int64_t kernel_rss = 0;  // the kernel's approximate count
+  // The kernel's count of every RSS member was seen (from creation, or an
+  // update since the capture started); else kernel_rss is partial.
+  bool kernel_known = false;
+  int64_t peak_rss = 0;  // true peak
+  // The upstream percpu_counter bound on |kernel_rss - exact_rss|: three
+  // counters (file, anon, shmem), nr_cpus * (batch - 1) each.
+  int64_t bound = 0;
+  std::array<int64_t, SchemeSet::kCount> largest_error{};  // kNames order
+
+  bool drift_known() const { return from_zero && kernel_known; }
+  int64_t drift() const { return kernel_rss - exact_rss; }
+};
+
+struct LiveView {
+  DaemonHealth health{};
+  // Those with absolute values first, each part by |drift|, largest first.
+  std::vector<LiveProcess> processes{};
+};
+
+}  // namespace rssaudit

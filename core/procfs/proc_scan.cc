@@ -1,0 +1,39 @@
+#include "core/procfs/proc_scan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace rssaudit {
+
+std::optional<ParseError> ProcScanner::kb(std::string_view value,
+                                          std::string_view field,
+                                          uint64_t& out) const {
+  ProcScanner s = within(value);
+  s.skip_blanks();
+  const std::optional<std::string_view> digits = s.next(' ');
+  if (!digits) return error(value, field, "expected 'N kB'");
+  if (auto e = number(*digits, field, out)) return e;
+  if (s.rest() != "kB") return error(s.rest(), field, "unit is not kB");
+  return std::nullopt;
+}
+
+ParseError ProcScanner::error(std::string_view at, std::string_view field,
+                              std::string_view reason) const {
+  ParseError e;
+  e.file = file_;
+  e.field = field;
+  e.offset = offset_of(at);
+  e.line = 1 + std::count(text_.begin(), text_.begin() + e.offset, '\n');
+  // Quote a bounded, printable excerpt: the text may be anything.
+  std::string quoted(at.substr(0, 24));
+  for (char& c : quoted) {
+    if (c < ' ' || c > '~') c = '?';
+  }
+  e.message = fmt::format("{}: {}: {} at byte {} (line {}): '{}'",
+                          proc_file_name(file_), field, reason, e.offset,
+                          e.line, quoted);
+  return e;
+}
+
+}  // namespace rssaudit

@@ -1,0 +1,38 @@
+// What every counting scheme model answers. Schemes are plain classes checked
+// by this concept and dispatched statically (SchemeSet): no virtual call per
+// update on the hot path.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/schemes/update.h"
+
+namespace rssaudit {
+
+// Largest |approximate - precise| a reader can see, in pages; nullopt when
+// the scheme has no static bound (the error grows until a sync).
+using Bound = std::optional<int64_t>;
+
+template <class S>
+concept CountingScheme = requires(S s, const S cs, const Update& u,
+                                  const LifeEvent& e, int member) {
+  { S::kName } -> std::convertible_to<std::string_view>;
+  { s.add(u) } -> std::same_as<void>;
+  // Returns whether approximate() of some member may have changed.
+  { s.on_event(e) } -> std::same_as<bool>;
+  // What an O(1) reader gets (before any clamping at 0).
+  { cs.approximate(member) } -> std::same_as<int64_t>;
+  // The scheme's precise read (may cost O(CPUs)).
+  { cs.precise(member) } -> std::same_as<int64_t>;
+  { cs.bound(member) } -> std::same_as<Bound>;
+  // Updates that touched shared state: atomics, locks, carries up a tree.
+  { cs.shared_updates() } -> std::same_as<uint64_t>;
+  // Memory the scheme holds for this mm now, by its kernel design.
+  { cs.bytes_per_mm() } -> std::same_as<size_t>;
+};
+
+}  // namespace rssaudit

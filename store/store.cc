@@ -1,0 +1,501 @@
+#include "store/store.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/schemes/scheme_set.h"
+
+namespace rssaudit {
+namespace {
+
+std::string sample_insert_sql() {
+  std::string params = "?";
+  for (int i = 1; i < kSampleColumnCount; ++i) params += ", ?";
+  return fmt::format("INSERT INTO samples ({}, drift) VALUES ({}, ?)",
+                     kSampleColumns, params);
+}
+
+StoreStatus::Code code_of_errno(int err) {
+  switch (err) {
+    case EROFS:
+    case EACCES:
+    case EPERM:
+      return StoreStatus::Code::kReadOnly;
+    case ENOSPC:
+    case EDQUOT:
+      return StoreStatus::Code::kFull;
+    default:
+      return StoreStatus::Code::kIo;
+  }
+}
+
+}  // namespace
+
+Store::FileLock::~FileLock() {
+  if (fd >= 0) close(fd);
+}
+
+StoreResult<std::unique_ptr<Store>> Store::open(const std::string& path,
+                                                const StoreOptions& options) {
+  // Opening for writing first also turns a read-only file or mount into a
+  // plain message, before SQLite would fall back to reading it.
+  auto lock = std::make_unique<FileLock>(
+      ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (lock->fd < 0) {
+    const int err = errno;
+    return {nullptr,
+            {code_of_errno(err), fmt::format("{}: cannot open for writing: {}",
+                                             path, std::strerror(err))}};
+  }
+  if (flock(lock->fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    return {
+        nullptr,
+        {err == EWOULDBLOCK ? StoreStatus::Code::kBusy : StoreStatus::Code::kIo,
+         fmt::format("{}: {}", path,
+                     err == EWOULDBLOCK
+                         ? "in use by another rssauditd (one writer per "
+                           "database)"
+                         : std::strerror(err))}};
+  }
+  StoreResult<std::unique_ptr<Database>> db =
+      Database::open(path, Database::Mode::kReadWrite);
+  if (!db.ok()) return {nullptr, std::move(db.status)};
+
+  std::unique_ptr<Store> store(
+      new Store(std::move(lock), std::move(db.value), options));
+  StoreResult<int64_t> process =
+      store->db_->query_int("SELECT coalesce(max(id), 0) + 1 FROM processes");
+  StoreResult<int64_t> run =
+      store->db_->query_int("SELECT coalesce(max(id), 0) + 1 FROM runs");
+  for (StoreStatus* s : {&process.status, &run.status}) {
+    if (!s->ok()) return {nullptr, std::move(*s)};
+  }
+  store->next_process_id_ = process.value;
+  store->next_run_id_ = run.value;
+  // The per-process index of a large history is written at one place per
+  // process: a 16 MiB page cache keeps ingest from re-reading it, and
+  // checkpoints every 16 MiB of WAL write each page back once for several
+  // flushes.
+  StoreStatus s = store->db_->exec(
+      "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 4096; "
+      "PRAGMA journal_size_limit = 16777216",
+      "configuring");
+  if (s.ok()) s = store->prepare_all();
+  if (!s.ok()) return {nullptr, std::move(s)};
+  return {std::move(store), {}};
+}
+
+std::string Store::sql_text(Sql q) {
+  switch (q) {
+    case kUpsertRun:
+      return "INSERT INTO runs (id, host, kernel_release, nr_cpus, batch, "
+             "page_size, rssaudit_version, started_ns, ended_ns) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+             "ON CONFLICT (id) DO UPDATE SET ended_ns = excluded.ended_ns";
+    case kUpsertProcess:
+      return "INSERT INTO processes (id, run_id, pid, start_ticks, comm, "
+             "cgroup, "
+             "first_seen_ns, last_seen_ns, exit_ns, exit_residue, true_peak) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+             "ON CONFLICT (id) DO UPDATE SET comm = excluded.comm, "
+             "cgroup = excluded.cgroup, last_seen_ns = excluded.last_seen_ns, "
+             "exit_ns = excluded.exit_ns, exit_residue = "
+             "excluded.exit_residue, true_peak = excluded.true_peak, "
+             "first_seen_ns = excluded.first_seen_ns";
+    // The common case, cheaper than the upsert: a known process seen again.
+    case kUpdateProcess:
+      return "UPDATE processes SET comm = ?2, cgroup = ?3, last_seen_ns = ?4, "
+             "exit_ns = ?5, exit_residue = ?6, first_seen_ns = ?7, "
+             "true_peak = ?8 WHERE id = ?1";
+    case kInsertSample:
+      return sample_insert_sql();
+    case kInsertModelError:
+      return "INSERT INTO model_errors (process_id, start_ns, end_ns, scheme, "
+             "largest_error, bound, shared_updates, bytes_per_mm) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    case kInsertAnomaly:
+      return "INSERT INTO anomalies (run_id, process_id, time_ns, kind, "
+             "detail) "
+             "VALUES (?, ?, ?, ?, ?)";
+    case kInsertLoss:
+      return "INSERT INTO losses (run_id, time_ns, ring_drops, "
+             "unreadable_files, "
+             "ambiguous_events, store_dropped) VALUES (?, ?, ?, ?, ?, ?)";
+    case kDeleteSamples:
+      return "DELETE FROM samples WHERE time_ns < ?1";
+    case kDeleteModelErrors:
+      return "DELETE FROM model_errors WHERE end_ns < ?1";
+    case kDeleteAnomalies:
+      return "DELETE FROM anomalies WHERE time_ns < ?1";
+    case kDeleteLosses:
+      return "DELETE FROM losses WHERE time_ns < ?1";
+    // A process goes with its last row, a run with its last process. Its
+    // samples and model errors lie within [first_seen_ns, last_seen_ns]
+    // (the store widens the range for every row it is given), so the time
+    // indexes find them without a per-process index.
+    case kDeleteProcesses:
+      return "DELETE FROM processes WHERE last_seen_ns < ?1 "
+             "AND NOT EXISTS (SELECT 1 FROM samples "
+             "INDEXED BY samples_by_time WHERE time_ns >= "
+             "processes.first_seen_ns AND time_ns <= processes.last_seen_ns "
+             "AND process_id = processes.id) "
+             "AND NOT EXISTS (SELECT 1 FROM model_errors "
+             "INDEXED BY model_errors_by_time WHERE end_ns >= "
+             "processes.first_seen_ns AND end_ns <= processes.last_seen_ns "
+             "AND process_id = processes.id) "
+             "AND NOT EXISTS (SELECT 1 FROM anomalies WHERE process_id = "
+             "processes.id)";
+    case kDeleteRuns:
+      return "DELETE FROM runs WHERE id != ?2 "
+             "AND coalesce(ended_ns, started_ns) < ?1 "
+             "AND NOT EXISTS (SELECT 1 FROM processes WHERE run_id = runs.id) "
+             "AND NOT EXISTS (SELECT 1 FROM anomalies WHERE run_id = runs.id) "
+             "AND NOT EXISTS (SELECT 1 FROM losses WHERE run_id = runs.id)";
+    case kTimeRange:
+      return "SELECT min(lo), max(hi) FROM ("
+             "SELECT min(time_ns) AS lo, max(time_ns) AS hi FROM samples "
+             "UNION ALL SELECT min(end_ns), max(end_ns) FROM model_errors "
+             "UNION ALL SELECT min(time_ns), max(time_ns) FROM anomalies "
+             "UNION ALL SELECT min(time_ns), max(time_ns) FROM losses)";
+    case kSqlCount:
+      break;
+  }
+  return {};
+}
+
+StoreStatus Store::prepare_all() {
+  sql_.clear();
+  for (int q = 0; q < kSqlCount; ++q) {
+    StoreResult<Statement> s = db_->prepare(sql_text(static_cast<Sql>(q)));
+    if (!s.ok()) return std::move(s.status);
+    sql_.push_back(std::move(s.value));
+  }
+  return {};
+}
+
+int64_t Store::begin_run(const RunInfo& run) {
+  run_id_ = next_run_id_++;
+  run_ = run;
+  run_ended_ns_.reset();
+  run_dirty_ = true;
+  latest_ns_ = std::max(latest_ns_, run.started_ns);
+  return run_id_;
+}
+
+void Store::end_run(int64_t time_ns) {
+  run_ended_ns_ = time_ns;
+  run_dirty_ = true;
+  latest_ns_ = std::max(latest_ns_, time_ns);
+}
+
+int64_t Store::upsert_process(const ProcessIdentity& id, std::string_view comm,
+                              std::string_view cgroup, int64_t time_ns) {
+  latest_ns_ = std::max(latest_ns_, time_ns);
+  const auto [it, inserted] = ids_.try_emplace(id, next_process_id_);
+  if (inserted) {
+    ++next_process_id_;
+    Process& p = processes_[it->second];
+    p.run_id = run_id_;
+    p.id = id;
+    p.comm = comm;
+    p.cgroup = cgroup;
+    p.first_seen_ns = p.last_seen_ns = time_ns;
+    dirty_processes_.push_back(it->second);
+    return it->second;
+  }
+  Process& p = processes_.at(it->second);
+  if (p.comm != comm) p.comm = comm;
+  if (p.cgroup != cgroup) p.cgroup = cgroup;
+  p.last_seen_ns = std::max(p.last_seen_ns, time_ns);
+  mark_dirty(it->second, p);
+  return it->second;
+}
+
+void Store::record_exit(int64_t process_id, int64_t time_ns,
+                        std::optional<int64_t> residue,
+                        std::optional<int64_t> true_peak) {
+  const auto it = processes_.find(process_id);
+  if (it == processes_.end()) return;  // already gone from the cache
+  Process& p = it->second;
+  p.exit_ns = time_ns;
+  p.exit_residue = residue;
+  // A process that exec'd ends several mms, one after the other: its peak
+  // is the largest of theirs.
+  if (true_peak && (!p.true_peak || *true_peak > *p.true_peak))
+    p.true_peak = true_peak;
+  p.last_seen_ns = std::max(p.last_seen_ns, time_ns);
+  latest_ns_ = std::max(latest_ns_, time_ns);
+  mark_dirty(process_id, p);
+}
+
+void Store::widen_seen(int64_t process_id, int64_t time_ns) {
+  // Samples of one process arrive one after the other: a one-entry cache
+  // saves most lookups (model errors come six at a time).
+  if (process_id != seen_cache_id_) {
+    const auto it = processes_.find(process_id);
+    if (it == processes_.end()) return;  // written and gone from the cache
+    seen_cache_id_ = process_id;
+    seen_cache_ = &it->second;
+  }
+  Process& p = *seen_cache_;
+  if (time_ns <= p.last_seen_ns && time_ns >= p.first_seen_ns) return;
+  p.last_seen_ns = std::max(p.last_seen_ns, time_ns);
+  p.first_seen_ns = std::min(p.first_seen_ns, time_ns);
+  mark_dirty(process_id, p);
+}
+
+void Store::mark_dirty(int64_t process_id, Process& p) {
+  if (p.dirty) return;
+  p.dirty = true;
+  dirty_processes_.push_back(process_id);
+}
+
+template <class T>
+void Store::push_capped(std::deque<T>& rows, T row, int64_t time_ns) {
+  latest_ns_ = std::max(latest_ns_, time_ns);
+  rows.push_back(std::move(row));
+  if (rows.size() > options_.max_pending_rows) {
+    rows.pop_front();
+    ++dropped_rows_;
+    ++dropped_unrecorded_;
+  }
+}
+
+void Store::add_sample(const SampleRow& row) {
+  widen_seen(row.process_id, row.time_ns);
+  push_capped(samples_, row, row.time_ns);
+}
+
+void Store::add_model_error(const ModelErrorRow& row) {
+  widen_seen(row.process_id, row.end_ns);
+  push_capped(model_errors_, row, row.end_ns);
+}
+
+void Store::add_anomaly(AnomalyRow row) {
+  const int64_t time_ns = row.time_ns;
+  push_capped(anomalies_, PendingAnomaly{run_id_, std::move(row)}, time_ns);
+}
+
+void Store::add_loss(const LossRow& row) {
+  push_capped(losses_, PendingLoss{run_id_, row}, row.time_ns);
+}
+
+size_t Store::pending_rows() const {
+  return samples_.size() + model_errors_.size() + anomalies_.size() +
+         losses_.size();
+}
+
+template <class Body>
+StoreStatus Store::transaction(std::string_view what, Body&& body) {
+  StoreStatus s = db_->exec("BEGIN IMMEDIATE", what);
+  if (s.ok()) s = body();
+  if (s.ok()) s = db_->exec("COMMIT", what);
+  if (!s.ok()) db_->rollback();
+  return s;
+}
+
+StoreStatus Store::flush() {
+  if (pending_rows() == 0 && dirty_processes_.empty() && !run_dirty_ &&
+      dropped_unrecorded_ == 0) {
+    return {};
+  }
+  StoreStatus s = transaction(fmt::format("writing {} rows", pending_rows()),
+                              [&] { return write_batch(); });
+  if (!s.ok()) {
+    s.message += "; the batch is kept for the next flush";
+    return s;
+  }
+  run_dirty_ = false;
+  seen_cache_id_ = 0;  // exited processes leave the cache below
+  for (int64_t id : dirty_processes_) {
+    const auto it = processes_.find(id);
+    it->second.dirty = false;
+    it->second.stored = true;
+    if (it->second.exit_ns) {
+      ids_.erase(it->second.id);
+      processes_.erase(it);
+    }
+  }
+  dirty_processes_.clear();
+  samples_.clear();
+  model_errors_.clear();
+  anomalies_.clear();
+  losses_.clear();
+  dropped_unrecorded_ = 0;
+  return {};
+}
+
+StoreStatus Store::write_batch() {
+  const std::string_view what = "writing the batch";
+  StoreStatus s;
+  if (run_dirty_) {
+    Statement& q = sql_[kUpsertRun];
+    q.bind(1, run_id_);
+    q.bind_text(2, run_.host);
+    q.bind_text(3, run_.kernel_release);
+    q.bind(4, run_.nr_cpus);
+    q.bind(5, run_.batch);
+    q.bind(6, run_.page_size);
+    q.bind_text(7, run_.rssaudit_version);
+    q.bind(8, run_.started_ns);
+    q.bind_optional(9, run_ended_ns_);
+    if (s = db_->run(q, what); !s.ok()) return s;
+  }
+  for (int64_t id : dirty_processes_) {
+    const Process& p = processes_.at(id);
+    if (p.stored) {
+      Statement& update = sql_[kUpdateProcess];
+      update.bind(1, id);
+      update.bind_text(2, p.comm);
+      update.bind_text(3, p.cgroup);
+      update.bind(4, p.last_seen_ns);
+      update.bind_optional(5, p.exit_ns);
+      update.bind_optional(6, p.exit_residue);
+      update.bind(7, p.first_seen_ns);
+      update.bind_optional(8, p.true_peak);
+      if (s = db_->run(update, what); !s.ok()) return s;
+      continue;
+    }
+    Statement& upsert = sql_[kUpsertProcess];
+    upsert.bind(1, id);
+    upsert.bind(2, p.run_id);
+    upsert.bind(3, p.id.pid);
+    upsert.bind(4, p.id.start_ticks);
+    upsert.bind_text(5, p.comm);
+    upsert.bind_text(6, p.cgroup);
+    upsert.bind(7, p.first_seen_ns);
+    upsert.bind(8, p.last_seen_ns);
+    upsert.bind_optional(9, p.exit_ns);
+    upsert.bind_optional(10, p.exit_residue);
+    upsert.bind_optional(11, p.true_peak);
+    if (s = db_->run(upsert, what); !s.ok()) return s;
+  }
+  Statement& sample = sql_[kInsertSample];
+  for (const SampleRow& row : samples_) {
+    bind_sample(sample, 1, row);
+    sample.bind_optional(kSampleColumnCount + 1, rss_drift(row));
+    if (s = db_->run(sample, what); !s.ok()) return s;
+  }
+  Statement& model = sql_[kInsertModelError];
+  for (const ModelErrorRow& row : model_errors_) {
+    model.bind(1, row.process_id);
+    model.bind(2, row.start_ns);
+    model.bind(3, row.end_ns);
+    model.bind_text(4, SchemeSet::kNames[row.scheme]);
+    model.bind(5, row.largest_error);
+    model.bind_optional(6, row.bound);
+    model.bind(7, row.shared_updates);
+    model.bind(8, row.bytes_per_mm);
+    if (s = db_->run(model, what); !s.ok()) return s;
+  }
+  Statement& anomaly = sql_[kInsertAnomaly];
+  for (const PendingAnomaly& a : anomalies_) {
+    anomaly.bind(1, a.run_id);
+    anomaly.bind_optional(2, a.row.process_id);
+    anomaly.bind(3, a.row.time_ns);
+    anomaly.bind_text(4, a.row.kind);
+    anomaly.bind_text(5, a.row.detail);
+    if (s = db_->run(anomaly, what); !s.ok()) return s;
+  }
+  Statement& loss = sql_[kInsertLoss];
+  auto write_loss = [&](int64_t run_id, const LossRow& row,
+                        uint64_t store_dropped) {
+    loss.bind(1, run_id);
+    loss.bind(2, row.time_ns);
+    loss.bind(3, row.ring_drops);
+    loss.bind(4, row.unreadable_files);
+    loss.bind(5, row.ambiguous_events);
+    loss.bind(6, store_dropped);
+    return db_->run(loss, what);
+  };
+  for (const PendingLoss& l : losses_) {
+    if (s = write_loss(l.run_id, l.row, 0); !s.ok()) return s;
+  }
+  // The store's own loss: rows it dropped while flushes were failing.
+  if (dropped_unrecorded_ > 0) {
+    s = write_loss(run_id_, LossRow{.time_ns = latest_ns_},
+                   dropped_unrecorded_);
+  }
+  return s;
+}
+
+StoreStatus Store::apply_retention(const RetentionPolicy& policy,
+                                   int64_t now_ns) {
+  StoreStatus s;
+  if (policy.max_age.count() > 0)
+    s = delete_before(now_ns - policy.max_age.count());
+  if (s.ok() && policy.max_bytes > 0) s = trim_to_size(policy.max_bytes);
+  // A large delete fills the WAL; write it back and truncate it now.
+  if (s.ok()) {
+    s = db_->exec("PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
+  }
+  return s;
+}
+
+StoreStatus Store::delete_before(int64_t cutoff_ns) {
+  StoreStatus s = transaction("deleting old rows", [&] {
+    for (Sql q : {kDeleteSamples, kDeleteModelErrors, kDeleteAnomalies,
+                  kDeleteLosses, kDeleteProcesses, kDeleteRuns}) {
+      sql_[q].bind(1, cutoff_ns);
+      if (q == kDeleteRuns) sql_[q].bind(2, run_id_);
+      StoreStatus r = db_->run(sql_[q], "deleting old rows");
+      if (!r.ok()) return r;
+    }
+    return StoreStatus{};
+  });
+  if (!s.ok()) return s;
+  // The rows of cached processes may be gone: an idle one gets a new row
+  // when seen again, the others are written whole by the next flush.
+  seen_cache_id_ = 0;
+  for (auto& entry : processes_) entry.second.stored = false;
+  std::erase_if(processes_, [&](const auto& entry) {
+    const Process& p = entry.second;
+    if (p.dirty || p.last_seen_ns >= cutoff_ns) return false;
+    ids_.erase(p.id);
+    return true;
+  });
+  return s;
+}
+
+StoreStatus Store::trim_to_size(uint64_t max_bytes) {
+  // Deletes by time, oldest first, a share of the time range proportional to
+  // the excess; rows and pages do not shrink in proportion, hence the loop.
+  for (int round = 0; round < 64; ++round) {
+    StoreResult<int64_t> pages = db_->query_int(
+        "SELECT page_count - freelist_count FROM pragma_page_count, "
+        "pragma_freelist_count");
+    StoreResult<int64_t> page_size = db_->query_int("PRAGMA page_size");
+    if (!pages.ok()) return pages.status;
+    if (!page_size.ok()) return page_size.status;
+    const uint64_t used = static_cast<uint64_t>(pages.value * page_size.value);
+    if (used <= max_bytes) return {};
+
+    Statement& range = sql_[kTimeRange];
+    const int rc = range.step();
+    if (rc != SQLITE_ROW) {
+      range.reset();
+      return db_->error(rc, "finding the oldest rows");
+    }
+    const std::optional<int64_t> oldest = range.column_optional(0);
+    const std::optional<int64_t> newest = range.column_optional(1);
+    range.reset();
+    if (!oldest) return {};  // only the processes and runs tables are left
+
+    const double excess = static_cast<double>(used - max_bytes) / used;
+    const auto span = static_cast<double>(*newest - *oldest + 1);
+    const int64_t step =
+        std::max<int64_t>(1, static_cast<int64_t>(span * excess));
+    if (StoreStatus s = delete_before(*oldest + step); !s.ok()) return s;
+  }
+  return {};
+}
+
+}  // namespace rssaudit

@@ -1,0 +1,192 @@
+// The daemon's writer of the history database. Callers append rows to an
+// in-memory batch (no SQL, no I/O, no failure on their path); flush() writes
+// the whole batch in one transaction. A failed flush (disk full, read-only,
+// I/O error) keeps the batch for the next one, bounded by dropping the
+// oldest rows, which are counted and recorded as a loss once writing works
+// again. Nothing is thrown: every failure is a StoreStatus naming the file.
+//
+// One writer per database: open() takes an exclusive lock on the file, so a
+// second rssauditd on the same database is refused, and the ids this class
+// allocates in memory cannot collide.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "store/store_db.h"
+#include "store/store_rows.h"
+
+namespace rssaudit {
+
+struct StoreOptions {
+  // Rows of each kind (samples, model errors, anomalies, losses) kept while
+  // flushes fail; beyond it the oldest are dropped. ~400 bytes per sample.
+  size_t max_pending_rows = size_t{1} << 16;
+};
+
+struct RetentionPolicy {
+  std::chrono::nanoseconds max_age{0};  // 0: no age limit
+  uint64_t max_bytes = 0;               // 0: no size limit
+};
+
+class Store {
+ public:
+  // Creates the file, or upgrades its schema, then prepares the statements.
+  static StoreResult<std::unique_ptr<Store>> open(const std::string& path,
+                                                  const StoreOptions& options);
+
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  // Does not flush: the caller decides (SIGTERM flushes).
+  ~Store() = default;
+
+  const std::string& path() const { return db_->path(); }
+
+  // Starts the run every later process, anomaly and loss belongs to.
+  int64_t begin_run(const RunInfo& run);
+  void end_run(int64_t time_ns);
+
+  // The id of the process with this identity in the current run, created on
+  // first sight; refreshes its comm, cgroup and last-seen time.
+  int64_t upsert_process(const ProcessIdentity& id, std::string_view comm,
+                         std::string_view cgroup, int64_t time_ns);
+  // `residue`: the exact tracker's value at exit (0 when consistent;
+  // nullopt: not absolute). `true_peak`: the whole life's peak RSS
+  // (nullopt: not seen from creation). The process leaves the in-memory
+  // cache once this is written.
+  void record_exit(int64_t process_id, int64_t time_ns,
+                   std::optional<int64_t> residue,
+                   std::optional<int64_t> true_peak);
+
+  void add_sample(const SampleRow& row);
+  void add_model_error(const ModelErrorRow& row);
+  void add_anomaly(AnomalyRow row);
+  void add_loss(const LossRow& row);
+
+  // Writes the batch in one transaction. On failure the batch is kept and
+  // retried by the next flush; rows already stored are never touched.
+  StoreStatus flush();
+
+  // Deletes rows older than `now_ns - max_age`, then the oldest rows until
+  // the data fits in max_bytes. The file keeps its size: SQLite reuses the
+  // freed pages, so applied regularly this bounds the file too.
+  StoreStatus apply_retention(const RetentionPolicy& policy, int64_t now_ns);
+
+  // Rows waiting for a successful flush.
+  size_t pending_rows() const;
+  // Rows dropped because flushes failed for too long, since open.
+  uint64_t dropped_rows() const { return dropped_rows_; }
+
+ private:
+  // An exclusive flock on the database file, released when closed.
+  struct FileLock {
+    explicit FileLock(int fd) : fd(fd) {}
+    FileLock(const FileLock&) = delete;
+    FileLock& operator=(const FileLock&) = delete;
+    ~FileLock();
+    int fd;
+  };
+  struct Process {
+    int64_t run_id = 0;
+    ProcessIdentity id;
+    std::string comm;
+    std::string cgroup;
+    int64_t first_seen_ns = 0;
+    int64_t last_seen_ns = 0;
+    std::optional<int64_t> exit_ns;
+    std::optional<int64_t> exit_residue;
+    std::optional<int64_t> true_peak;
+    bool dirty = true;    // differs from its row
+    bool stored = false;  // its row exists, as far as this cache knows
+  };
+  struct IdentityHash {
+    size_t operator()(const ProcessIdentity& id) const {
+      return std::hash<uint64_t>()(id.start_ticks * 0x9e3779b97f4a7c15ULL ^
+                                   id.pid);
+    }
+  };
+  struct PendingLoss {
+    int64_t run_id = 0;
+    LossRow row;
+    uint64_t store_dropped = 0;
+  };
+  struct PendingAnomaly {
+    int64_t run_id = 0;
+    AnomalyRow row;
+  };
+  enum Sql {
+    kUpsertRun,
+    kUpsertProcess,
+    kUpdateProcess,
+    kInsertSample,
+    kInsertModelError,
+    kInsertAnomaly,
+    kInsertLoss,
+    kDeleteSamples,
+    kDeleteModelErrors,
+    kDeleteAnomalies,
+    kDeleteLosses,
+    kDeleteProcesses,
+    kDeleteRuns,
+    kTimeRange,
+    kSqlCount,
+  };
+
+  Store(std::unique_ptr<FileLock> lock, std::unique_ptr<Database> db,
+        const StoreOptions& options)
+      : lock_(std::move(lock)), db_(std::move(db)), options_(options) {}
+  static std::string sql_text(Sql q);
+  StoreStatus prepare_all();
+  template <class T>
+  void push_capped(std::deque<T>& rows, T row, int64_t time_ns);
+  StoreStatus write_batch();
+  void mark_dirty(int64_t process_id, Process& p);
+  // Keeps every row of a cached process within its [first_seen_ns,
+  // last_seen_ns], which readers and retention use to find its rows.
+  void widen_seen(int64_t process_id, int64_t time_ns);
+  // Runs `body` in one write transaction, rolled back if it fails.
+  template <class Body>
+  StoreStatus transaction(std::string_view what, Body&& body);
+  StoreStatus delete_before(int64_t cutoff_ns);
+  StoreStatus trim_to_size(uint64_t max_bytes);
+
+  // Declared first so it is released last, after SQLite closed the file:
+  // closing another descriptor of the file earlier would drop SQLite's
+  // POSIX locks.
+  std::unique_ptr<FileLock> lock_;
+  std::unique_ptr<Database> db_;
+  StoreOptions options_;
+  std::vector<Statement> sql_;
+
+  int64_t next_run_id_ = 1;
+  int64_t run_id_ = 0;
+  RunInfo run_;
+  std::optional<int64_t> run_ended_ns_;
+  bool run_dirty_ = false;
+
+  int64_t next_process_id_ = 1;
+  std::unordered_map<ProcessIdentity, int64_t, IdentityHash> ids_;
+  std::unordered_map<int64_t, Process> processes_;
+  std::vector<int64_t> dirty_processes_;
+  int64_t seen_cache_id_ = 0;  // 0: empty; ids start at 1
+  Process* seen_cache_ = nullptr;
+
+  std::deque<SampleRow> samples_;
+  std::deque<ModelErrorRow> model_errors_;
+  std::deque<PendingAnomaly> anomalies_;
+  std::deque<PendingLoss> losses_;
+  uint64_t dropped_rows_ = 0;
+  uint64_t dropped_unrecorded_ = 0;
+  int64_t latest_ns_ = 0;  // newest time appended: stamps the store's losses
+};
+
+}  // namespace rssaudit

@@ -1,0 +1,326 @@
+#include "store/store_db.h"
+
+#include <fmt/core.h>
+#include <sqlite3.h>
+
+#include <cstring>
+
+#include "store/store_migrations.h"
+
+namespace rssaudit {
+namespace {
+
+// PRAGMA application_id of rssaudit databases: "RSSA".
+constexpr int64_t kApplicationId = 0x52535341;
+
+StoreStatus::Code code_of(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+      return StoreStatus::Code::kOk;
+    case SQLITE_FULL:
+      return StoreStatus::Code::kFull;
+    case SQLITE_READONLY:
+      return StoreStatus::Code::kReadOnly;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+      return StoreStatus::Code::kIo;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return StoreStatus::Code::kCorrupt;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return StoreStatus::Code::kBusy;
+    default:
+      return StoreStatus::Code::kOther;
+  }
+}
+
+}  // namespace
+
+int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    stmt_ = other.stmt_;
+    other.stmt_ = nullptr;
+  }
+  return *this;
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+void Statement::bind_int(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+}
+
+void Statement::bind_optional(int index, std::optional<int64_t> value) {
+  if (value) {
+    sqlite3_bind_int64(stmt_, index, *value);
+  } else {
+    sqlite3_bind_null(stmt_, index);
+  }
+}
+
+void Statement::bind_text(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
+                    SQLITE_STATIC);
+}
+
+int Statement::step() { return sqlite3_step(stmt_); }
+
+void Statement::reset() { sqlite3_reset(stmt_); }
+
+int64_t Statement::column_int(int index) const {
+  return sqlite3_column_int64(stmt_, index);
+}
+
+std::optional<int64_t> Statement::column_optional(int index) const {
+  if (sqlite3_column_type(stmt_, index) == SQLITE_NULL) return std::nullopt;
+  return sqlite3_column_int64(stmt_, index);
+}
+
+std::string Statement::column_text(int index) const {
+  const auto* text = sqlite3_column_text(stmt_, index);
+  if (text == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(text),
+                     sqlite3_column_bytes(stmt_, index));
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+StoreResult<std::unique_ptr<Database>> Database::open(const std::string& path,
+                                                      Mode mode) {
+  return open_at(path, mode, latest_schema_version());
+}
+
+StoreStatus Database::create_at_version(const std::string& path, int version) {
+  return open_at(path, Mode::kReadWrite, version).status;
+}
+
+StoreResult<std::unique_ptr<Database>> Database::open_at(
+    const std::string& path, Mode mode, int version) {
+  const int flags =
+      (mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
+                               : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+      SQLITE_OPEN_NOMUTEX;
+  sqlite3* handle = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
+  // Owns the handle even when the open failed, as SQLite requires.
+  std::unique_ptr<Database> db(new Database(path, handle));
+  if (rc != SQLITE_OK) return {nullptr, db->error(rc, "cannot open")};
+  sqlite3_extended_result_codes(handle, 1);
+  // Readers and the writer never wait long on each other in WAL mode; this
+  // covers WAL recovery after a crash and checkpoints.
+  sqlite3_busy_timeout(handle, 5000);
+  if (mode == Mode::kReadWrite && sqlite3_db_readonly(handle, "main") == 1) {
+    return {nullptr,
+            {StoreStatus::Code::kReadOnly,
+             fmt::format("{}: the file or its file system is read-only; "
+                         "rssauditd must write its database (choose another "
+                         "with --db)",
+                         path)}};
+  }
+
+  StoreResult<int64_t> current = db->checked_version(mode, version);
+  if (!current.ok()) return {nullptr, std::move(current.status)};
+  if (mode == Mode::kReadOnly) {
+    StoreStatus s = db->exec("PRAGMA query_only = 1", "opening read-only");
+    if (!s.ok()) return {nullptr, std::move(s)};
+    return {std::move(db), {}};
+  }
+
+  StoreResult<Statement> wal = db->prepare("PRAGMA journal_mode = WAL");
+  if (!wal.ok()) return {nullptr, std::move(wal.status)};
+  const int wal_rc = wal.value.step();
+  if (wal_rc != SQLITE_ROW) {
+    return {nullptr, db->error(wal_rc, "switching to WAL mode")};
+  }
+  if (wal.value.column_text(0) != "wal") {
+    return {nullptr,
+            {StoreStatus::Code::kOther,
+             fmt::format("{}: SQLite refused WAL mode (journal mode stays {})",
+                         path, wal.value.column_text(0))}};
+  }
+  wal.value.reset();
+  // Keep the -wal and -shm files after close: without them a reader that
+  // may not create files in the directory (the CLI as a user, a read-only
+  // mount) cannot open a WAL database.
+  int persist = 1;
+  sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  // Under WAL, NORMAL syncs only at checkpoints: a crash of rssauditd loses
+  // nothing committed (the WAL is in the page cache); a power loss or kernel
+  // crash may lose the last transactions but never corrupts the file.
+  StoreStatus s =
+      db->exec("PRAGMA synchronous = NORMAL", "setting synchronous");
+  if (s.ok()) s = db->migrate(current.value, version);
+  if (!s.ok()) return {nullptr, std::move(s)};
+  return {std::move(db), {}};
+}
+
+StoreResult<int64_t> Database::checked_version(Mode mode, int version) {
+  StoreResult<int64_t> app = query_int("PRAGMA application_id");
+  if (!app.ok()) return app;
+  StoreResult<int64_t> user = query_int("PRAGMA user_version");
+  if (!user.ok()) return user;
+  StoreResult<int64_t> tables = query_int("SELECT count(*) FROM sqlite_schema");
+  if (!tables.ok()) return tables;
+
+  const int64_t v = user.value;
+  const int latest = latest_schema_version();
+  auto fail = [&](StoreStatus::Code code, std::string message) {
+    return StoreResult<int64_t>{0, {code, std::move(message)}};
+  };
+  if ((app.value != 0 || v != 0) && app.value != kApplicationId) {
+    return fail(StoreStatus::Code::kForeign,
+                fmt::format("{}: not an rssaudit database (application_id "
+                            "{:#x}, schema version {}); left untouched",
+                            path_, app.value, v));
+  }
+  if (v == 0 && tables.value > 0) {
+    return fail(StoreStatus::Code::kForeign,
+                fmt::format("{}: holds {} tables but no rssaudit schema "
+                            "version: not an rssaudit database; left untouched",
+                            path_, tables.value));
+  }
+  if (v > latest) {
+    return fail(
+        StoreStatus::Code::kVersion,
+        fmt::format("{}: schema version {} is newer than this "
+                    "rssaudit build supports ({}); use a newer rssaudit",
+                    path_, v, latest));
+  }
+  if (mode == Mode::kReadOnly && v != version) {
+    return fail(StoreStatus::Code::kVersion,
+                v == 0 ? fmt::format("{}: no rssaudit history yet (empty "
+                                     "database); run rssauditd --db {} first",
+                                     path_, path_)
+                       : fmt::format("{}: schema version {} is older than this "
+                                     "rssaudit build's ({}); run rssauditd "
+                                     "once to upgrade it",
+                                     path_, v, version));
+  }
+  return {v, {}};
+}
+
+StoreStatus Database::migrate(int64_t from, int to) {
+  for (int64_t v = from + 1; v <= to; ++v) {
+    const Migration& m = kMigrations[v - 1];
+    const std::string what = fmt::format("applying {}", m.file);
+    StoreStatus s = exec("BEGIN IMMEDIATE", what);
+    if (!s.ok()) return s;
+    for (const std::string& sql :
+         {std::string(m.sql),
+          fmt::format("PRAGMA user_version = {}; PRAGMA application_id = {}", v,
+                      kApplicationId),
+          std::string("COMMIT")}) {
+      s = exec(sql, what);
+      if (!s.ok()) {
+        rollback();
+        return s;
+      }
+    }
+  }
+  return {};
+}
+
+StoreStatus Database::exec(std::string_view sql, std::string_view what) {
+  const int rc =
+      sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return error(rc, what);
+  return {};
+}
+
+StoreResult<Statement> Database::prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  const int rc =
+      sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                         SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) return {Statement(), error(rc, "preparing a statement")};
+  return {Statement(stmt), {}};
+}
+
+StoreStatus Database::run(Statement& s, std::string_view what) {
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+  }
+  s.reset();
+  if (rc != SQLITE_DONE) return error(rc, what);
+  return {};
+}
+
+StoreResult<int64_t> Database::query_int(std::string_view sql) {
+  StoreResult<Statement> s = prepare(sql);
+  if (!s.ok()) return {0, std::move(s.status)};
+  const int rc = s.value.step();
+  if (rc == SQLITE_ROW) return {s.value.column_int(0), {}};
+  if (rc == SQLITE_DONE) return {0, {}};
+  return {0, error(rc, sql)};
+}
+
+void Database::rollback() {
+  if (!sqlite3_get_autocommit(db_)) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+StoreStatus Database::error(int rc, std::string_view what) const {
+  // The connection's message is more precise, when it is about this rc.
+  std::string detail = (sqlite3_extended_errcode(db_) == rc)
+                           ? sqlite3_errmsg(db_)
+                           : sqlite3_errstr(rc);
+  const int primary = rc & 0xff;
+  const int os_errno = sqlite3_system_errno(db_);
+  if ((primary == SQLITE_IOERR || primary == SQLITE_FULL ||
+       primary == SQLITE_CANTOPEN) &&
+      os_errno != 0) {
+    detail += fmt::format(" ({})", std::strerror(os_errno));
+  }
+  return {code_of(rc), fmt::format("{}: {}: {}", path_, what, detail)};
+}
+
+void bind_sample(Statement& s, int first, const SampleRow& row) {
+  int i = first;
+  s.bind(i++, row.process_id);
+  s.bind(i++, row.time_ns);
+  auto members = [&](const MemberPages& pages) {
+    for (const std::optional<int64_t>& p : pages) s.bind_optional(i++, p);
+  };
+  members(row.approximate);
+  s.bind_optional(i++, row.stat_rss);
+  members(row.precise);
+  s.bind_optional(i++, row.statm_resident);
+  members(row.exact);
+  members(row.walk);
+  for (const std::optional<int64_t>* v :
+       {&row.walk_rss, &row.vm_hwm, &row.true_peak, &row.threads,
+        &row.fidelity_checked, &row.fidelity_matched}) {
+    s.bind_optional(i++, *v);
+  }
+}
+
+SampleRow read_sample(const Statement& s, int first) {
+  int i = first;
+  SampleRow row;
+  row.process_id = s.column_int(i++);
+  row.time_ns = s.column_int(i++);
+  auto members = [&](MemberPages& pages) {
+    for (std::optional<int64_t>& p : pages) p = s.column_optional(i++);
+  };
+  members(row.approximate);
+  row.stat_rss = s.column_optional(i++);
+  members(row.precise);
+  row.statm_resident = s.column_optional(i++);
+  members(row.exact);
+  members(row.walk);
+  for (std::optional<int64_t>* v :
+       {&row.walk_rss, &row.vm_hwm, &row.true_peak, &row.threads,
+        &row.fidelity_checked, &row.fidelity_matched}) {
+    *v = s.column_optional(i++);
+  }
+  return row;
+}
+
+}  // namespace rssaudit

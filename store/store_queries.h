@@ -1,0 +1,140 @@
+// Read-only access to the history database, for the CLI: opens the file so
+// that SQLite itself refuses every write, and answers the few questions the
+// subcommands ask. Safe while rssauditd writes (WAL readers never block it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/store_db.h"
+#include "store/store_rows.h"
+
+namespace rssaudit {
+
+struct RunSummary {
+  int64_t id = 0;
+  RunInfo info;
+  std::optional<int64_t> ended_ns;
+  int64_t processes = 0;
+};
+
+struct ProcessSummary {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  ProcessIdentity identity;
+  std::string comm;
+  std::string cgroup;
+  int64_t first_seen_ns = 0;
+  int64_t last_seen_ns = 0;
+  std::optional<int64_t> exit_ns;
+  std::optional<int64_t> exit_residue;
+  std::optional<int64_t> true_peak;  // pages, the whole life's; at its end
+};
+
+// The sample of one process with the largest |drift| in a window.
+struct DriftEntry {
+  ProcessSummary process;
+  int64_t drift_pages = 0;  // signed: approximate - precise
+  int64_t drift_bytes = 0;
+  int64_t at_ns = 0;
+  int64_t samples = 0;  // of this process in the window
+};
+
+struct StoredSample {
+  SampleRow row;
+  std::optional<int64_t> drift;  // as stored: rss_drift(row)
+};
+
+// One process's samples in a window, summed up for `rssaudit top`.
+struct ProcessWindow {
+  ProcessSummary process;
+  int64_t page_size = 0;  // bytes, of the process's run
+  int64_t samples = 0;
+  StoredSample latest;  // the newest sample in the window
+  // The sample with the largest |drift| (signed); empty when no sample of
+  // the window has a drift.
+  std::optional<int64_t> worst_drift;
+  int64_t worst_at_ns = 0;
+  // The upstream scheme's bound in the newest model_errors interval that
+  // ended in the window: the kernel's own error bound for this mm.
+  std::optional<int64_t> bound;
+};
+
+// Per scheme over a window: the interval with the largest error.
+struct SchemeWindow {
+  size_t scheme = 0;  // index into SchemeSet::kNames
+  int64_t largest_error = 0;
+  std::optional<int64_t> bound;  // of that interval
+  int64_t intervals = 0;
+};
+
+class StoreReader {
+ public:
+  // Fails, naming the file, unless it is an rssaudit database at this
+  // build's schema version.
+  static StoreResult<std::unique_ptr<StoreReader>> open_read_only(
+      const std::string& path);
+
+  StoreResult<std::vector<RunSummary>> list_runs();
+  // Every process with this pid, in every run, newest first.
+  StoreResult<std::vector<ProcessSummary>> processes_with_pid(uint32_t pid);
+  // Every process with this comm, in every run, newest first.
+  StoreResult<std::vector<ProcessSummary>> processes_with_comm(
+      const std::string& comm);
+  // Processes with a sample or a model error in [since_ns, until_ns), by id.
+  StoreResult<std::vector<ProcessSummary>> processes_seen(int64_t since_ns,
+                                                          int64_t until_ns);
+  // Processes ranked by their largest |drift| in [since_ns, until_ns).
+  StoreResult<std::vector<DriftEntry>> top_drift(int64_t since_ns,
+                                                 int64_t until_ns,
+                                                 size_t limit);
+  // The samples of one process in [since_ns, until_ns), oldest first.
+  StoreResult<std::vector<StoredSample>> process_history(int64_t process_id,
+                                                         int64_t since_ns,
+                                                         int64_t until_ns);
+  // Every process with a sample in [since_ns, until_ns), in id order.
+  StoreResult<std::vector<ProcessWindow>> process_windows(int64_t since_ns,
+                                                          int64_t until_ns);
+  // The newest sample of one process; empty if it has none.
+  StoreResult<std::optional<StoredSample>> latest_sample(int64_t process_id);
+  // Calls `visit` for each sample of [since_ns, until_ns) without holding
+  // them all, by time then process.
+  StoreStatus for_each_sample(
+      int64_t since_ns, int64_t until_ns,
+      const std::function<void(const StoredSample&)>& visit);
+  StoreResult<int64_t> count_samples(int64_t since_ns, int64_t until_ns);
+
+  // The newest model_errors row of each scheme for one process, in
+  // SchemeSet::kNames order (schemes without a row are left out).
+  StoreResult<std::vector<ModelErrorRow>> latest_model_errors(
+      int64_t process_id);
+  // model_errors rows whose interval ended in [since_ns, until_ns), of one
+  // process or of all, by end time. Rows of unknown schemes are skipped.
+  StoreResult<std::vector<ModelErrorRow>> model_errors(
+      std::optional<int64_t> process_id, int64_t since_ns, int64_t until_ns);
+  // Per scheme, the interval ending in [since_ns, until_ns) with the
+  // largest error, in SchemeSet::kNames order.
+  StoreResult<std::vector<SchemeWindow>> scheme_errors(int64_t since_ns,
+                                                       int64_t until_ns);
+
+ private:
+  explicit StoreReader(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  // Runs the prepared `s`, appending read(s) for each row to `out`.
+  template <class T, class Read>
+  StoreStatus collect(Statement& s, std::vector<T>& out, Read&& read);
+  // The processes selected by `tail` (SQL following "FROM processes p"),
+  // after bind(statement) bound its parameters.
+  template <class Bind>
+  StoreResult<std::vector<ProcessSummary>> select_processes(
+      std::string_view tail, Bind&& bind);
+
+  std::unique_ptr<Database> db_;
+};
+
+}  // namespace rssaudit

@@ -1,0 +1,108 @@
+// The rows of the history database (schema/), as the daemon writes them and
+// the CLI reads them back. Memory amounts are in pages of the run's page
+// size; times are wall-clock nanoseconds since the Unix epoch. An empty
+// optional is a source that was not read: stored as NULL, never as 0.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/schemes/update.h"
+
+namespace rssaudit {
+
+struct RunInfo {
+  std::string host{};
+  std::string kernel_release{};
+  uint32_t nr_cpus = 0;
+  int32_t batch = 0;      // the kernel's percpu_counter batch for rss_stat
+  int64_t page_size = 0;  // bytes
+  std::string rssaudit_version{};
+  int64_t started_ns = 0;
+};
+
+// Pids are reused; a pid with its start time is not (within one boot).
+struct ProcessIdentity {
+  uint32_t pid = 0;
+  uint64_t start_ticks = 0;  // /proc/PID/stat field 22
+
+  bool operator==(const ProcessIdentity&) const = default;
+};
+
+// Indexed by Member: file, anon, swap, shmem.
+using MemberPages = std::array<std::optional<int64_t>, kMembers>;
+
+struct SampleRow {
+  int64_t process_id = 0;
+  int64_t time_ns = 0;
+  MemberPages approximate{};          // rss_stat counts read by BPF
+  std::optional<int64_t> stat_rss{};  // /proc/PID/stat field 24
+  MemberPages precise{};              // /proc/PID/status
+  std::optional<int64_t> statm_resident{};
+  MemberPages exact{};  // the sum of our update stream
+  MemberPages walk{};   // smaps_rollup or pagemap walk
+  std::optional<int64_t> walk_rss{};
+  std::optional<int64_t> vm_hwm{};
+  std::optional<int64_t> true_peak{};
+  std::optional<int64_t> threads{};
+  // Model fidelity over the interval ending here: events at which the
+  // upstream model's count was compared with the kernel's, and how many
+  // were equal. Empty: not measured (the mm was not seen from creation, or
+  // a row from before schema version 2).
+  std::optional<int64_t> fidelity_checked{};
+  std::optional<int64_t> fidelity_matched{};
+
+  bool operator==(const SampleRow&) const = default;
+};
+
+// The samples.drift column: the kernel's approximate RSS minus the true one
+// (file + anon + shmem, as VmRSS), both of one moment. From the capture when
+// every member of both is known: the kernel's count and the exact sum of
+// the updates after the same record, as the live view computes it. Else
+// from /proc: stat's rss and status's precise values, read back to back.
+// Never the capture against /proc: they are read a drain apart, and a
+// process faulting meanwhile shows MiB of difference no counter holds (it
+// ranked busy processes at 10x the kernel's bound).
+inline std::optional<int64_t> rss_drift(const SampleRow& r) {
+  auto rss = [](const MemberPages& m) -> std::optional<int64_t> {
+    if (!m[kFilePages] || !m[kAnonPages] || !m[kShmemPages]) return {};
+    return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
+  };
+  if (const auto approximate = rss(r.approximate), exact = rss(r.exact);
+      approximate && exact)
+    return *approximate - *exact;
+  if (const auto precise = rss(r.precise); r.stat_rss && precise)
+    return *r.stat_rss - *precise;
+  return std::nullopt;
+}
+
+struct ModelErrorRow {
+  int64_t process_id = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  size_t scheme = 0;  // index into SchemeSet::kNames
+  int64_t largest_error = 0;
+  std::optional<int64_t> bound{};  // empty: the scheme has no bound
+  uint64_t shared_updates = 0;
+  int64_t bytes_per_mm = 0;
+};
+
+struct AnomalyRow {
+  std::optional<int64_t> process_id{};  // empty: not one process's
+  int64_t time_ns = 0;
+  std::string kind{};  // "exit_residue", ...
+  std::string detail{};
+};
+
+// Counts since the previous LossRow of the run.
+struct LossRow {
+  int64_t time_ns = 0;
+  uint64_t ring_drops = 0;
+  uint64_t unreadable_files = 0;
+  uint64_t ambiguous_events = 0;
+};
+
+}  // namespace rssaudit

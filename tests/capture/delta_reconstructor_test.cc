@@ -1,0 +1,774 @@
+#include "capture/delta_reconstructor.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "core/schemes/topology.h"
+#include "core/schemes/upstream_percpu.h"
+
+namespace rssaudit {
+namespace {
+
+constexpr uint64_t kMm = 0xffff888012345000;
+constexpr uint64_t kGrace = 2'000'000;
+
+// What the sink saw, in order.
+struct Recorded {
+  enum Kind { kCreated, kUpdate, kLife, kDestroyed } kind;
+  MmKey mm;
+  bool from_zero = false;
+  Update update;
+  UpdateInfo info;
+  LifeEvent life;
+};
+
+class RecordingSink : public ReconstructorSink {
+ public:
+  void on_mm_created(const MmKey& mm, bool from_zero) override {
+    out.push_back({Recorded::kCreated, mm, from_zero, {}, {}, {}});
+  }
+  void on_update(const MmKey& mm, const Update& u,
+                 const UpdateInfo& info) override {
+    out.push_back({Recorded::kUpdate, mm, false, u, info, {}});
+  }
+  void on_life(const MmKey& mm, const LifeEvent& e) override {
+    out.push_back({Recorded::kLife, mm, false, {}, {}, e});
+  }
+  void on_mm_destroyed(const MmKey& mm) override {
+    out.push_back({Recorded::kDestroyed, mm, false, {}, {}, {}});
+  }
+  void on_baseline(const MmKey&, int member,
+                   std::optional<int64_t> pages) override {
+    baselines.emplace_back(member, pages);
+  }
+
+  std::vector<Recorded> updates() const {
+    std::vector<Recorded> u;
+    for (const Recorded& r : out)
+      if (r.kind == Recorded::kUpdate) u.push_back(r);
+    return u;
+  }
+
+  std::vector<Recorded> out;
+  std::vector<std::pair<int, std::optional<int64_t>>> baselines;
+};
+
+// The kernel side: one mm's percpu_counters, producing the records the BPF
+// program would (lib/percpu_counter.c, add then tracepoint).
+class FakeKernel {
+ public:
+  explicit FakeKernel(uint32_t cpus, int32_t batch = 32)
+      : batch_(batch), slots_(cpus * kMembers) {}
+
+  // One update on `cpu`; the record's window is [start, start + span].
+  rss_event add(uint32_t cpu, int member, int64_t amount, uint64_t start_ns,
+                uint32_t span_ns = 100, uint8_t flags = RSS_EVF_OWNER) {
+    int32_t& slot = slots_[cpu * kMembers + member];
+    const int64_t v = slot + amount;
+    if (std::llabs(v) >= batch_) {
+      count_[member] += v;
+      slot = 0;
+    } else {
+      slot = static_cast<int32_t>(v);
+    }
+    return record(cpu, member, start_ns, span_ns, flags);
+  }
+
+  rss_event record(uint32_t cpu, int member, uint64_t start_ns,
+                   uint32_t span_ns, uint8_t flags) const {
+    rss_event e{};
+    e.mm = kMm;
+    e.aux = count_[member];
+    e.start_ns = start_ns;
+    e.tid = single_tid_ ? single_tid_ : 100 + cpu;  // a thread per CPU
+    e.tgid = 100;
+    e.slot = slots_[cpu * kMembers + member];
+    e.span_ns = span_ns;
+    e.cpu = static_cast<uint16_t>(cpu);
+    e.kind = RSS_EV_UPDATE;
+    e.member = static_cast<uint8_t>(member);
+    e.flags = flags;
+    return e;
+  }
+
+  // Every later record is by this one task, wherever it runs.
+  void single_task(uint32_t tid) { single_tid_ = tid; }
+  int64_t count(int member) const { return count_[member]; }
+  // What /proc/PID/status shows: `count` plus every slot.
+  int64_t precise(int member) const {
+    int64_t sum = count_[member];
+    for (size_t cpu = 0; cpu < slots_.size() / kMembers; ++cpu)
+      sum += slots_[cpu * kMembers + member];
+    return sum;
+  }
+  int32_t slot(int member, uint32_t cpu) const {
+    return slots_[cpu * kMembers + member];
+  }
+
+ private:
+  int32_t batch_;
+  uint32_t single_tid_ = 0;
+  int64_t count_[kMembers] = {};
+  std::vector<int32_t> slots_;
+};
+
+rss_event life(uint8_t kind, uint64_t mm, uint64_t start_ns, int64_t aux = 0) {
+  rss_event e{};
+  e.mm = mm;
+  e.aux = aux;
+  e.start_ns = start_ns;
+  e.tid = 7;
+  e.tgid = 7;
+  e.kind = kind;
+  return e;
+}
+
+// An mm whose 45 anon updates on two CPUs came before the capture.
+FakeKernel kernel_of_an_older_mm() {
+  FakeKernel kernel(2);
+  for (int i = 0; i < 45; ++i) kernel.add(i % 2, kAnonPages, 1, 0);
+  return kernel;
+}
+
+ReconstructorOptions two_cpus() {
+  ReconstructorOptions o;
+  o.nr_cpus = 2;
+  o.batch = 32;
+  o.grace_ns = kGrace;
+  return o;
+}
+
+TEST(DeltaReconstructor, SingleTaskMigratingIsExactAtEveryUpdate) {
+  FakeKernel kernel(2);
+  kernel.single_task(100);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  std::mt19937 rng(1);
+  std::vector<int64_t> truth;
+  uint64_t t = 1000;
+  for (int i = 0; i < 5000; ++i) {
+    const uint32_t cpu = rng() % 2;
+    const int member = rng() % 2;
+    const int64_t amount = (rng() % 4 == 0) ? -1 : (rng() % 50 == 0 ? 200 : 1);
+    truth.push_back(amount);
+    const uint8_t flags = i == 0 ? RSS_EVF_CREATING : RSS_EVF_OWNER;
+    r.on_event(kernel.add(cpu, member, amount, t, 100, flags), sink);
+    t += 1000;
+  }
+  r.flush(sink);
+
+  const auto updates = sink.updates();
+  ASSERT_EQ(updates.size(), truth.size());
+  UpstreamPercpu model(Topology::for_cpus(2));
+  for (size_t i = 0; i < updates.size(); ++i) {
+    const Recorded& u = updates[i];
+    ASSERT_EQ(u.info.fidelity, Fidelity::kExact) << "update " << i;
+    ASSERT_EQ(u.update.delta, truth[i]) << "update " << i;
+    model.add(u.update);
+    ASSERT_EQ(model.approximate(u.update.member), u.info.kernel_count);
+    ASSERT_EQ(model.slot(u.update.member, u.update.cpu), u.info.kernel_slot);
+  }
+  EXPECT_EQ(r.stats().exact, truth.size());
+}
+
+TEST(DeltaReconstructor, SlotBackToZeroWithoutFoldIsExact) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 5, 1000, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(0, kAnonPages, -5, 2000), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[1].update.delta, -5);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kExact);
+}
+
+TEST(DeltaReconstructor, OverlappingFoldsOnTwoCpusAreFlaggedNotGuessed) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1000;
+  // Bring both slots to 31 with windows that do not overlap.
+  r.on_event(kernel.add(0, kAnonPages, 31, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, 31, t += 1000), sink);
+  // Both fold at once: CPU1's add lands before CPU0 reads `count`.
+  kernel.add(0, kAnonPages, 1, t += 1000);
+  const rss_event fold1 = kernel.add(1, kAnonPages, 1, t + 10, 200);
+  const rss_event fold0 = kernel.record(0, kAnonPages, t, 100, RSS_EVF_OWNER);
+  r.on_event(fold0, sink);
+  r.on_event(fold1, sink);
+  r.flush(sink);
+
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kAmbiguous);
+  // The group as a whole is right, and leaves the model where the kernel is.
+  EXPECT_EQ(u[2].update.delta + u[3].update.delta, 2);
+  UpstreamPercpu model(Topology::for_cpus(2));
+  for (const Recorded& x : u) model.add(x.update);
+  EXPECT_EQ(model.approximate(kAnonPages), kernel.count(kAnonPages));
+  EXPECT_EQ(model.slot(kAnonPages, 0), 0);
+  EXPECT_EQ(model.slot(kAnonPages, 1), 0);
+  EXPECT_EQ(r.stats().ambiguous, 2u);
+}
+
+TEST(DeltaReconstructor, AFoldSeenBeforeItsLateRecordWidensItsWindow) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1000;
+  r.on_event(kernel.add(0, kAnonPages, 30, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, 31, t += 1000), sink);
+  // CPU1 folds, but an interrupt delays its record past CPU0's next two.
+  kernel.add(1, kAnonPages, 1, t += 1000);
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 1000), sink);  // reads it
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 1000), sink);  // folds too
+  r.on_event(kernel.record(1, kAnonPages, t += 1000, 100, RSS_EVF_OWNER), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 5u);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);  // no fold: slot says
+  EXPECT_EQ(u[2].update.delta, 1);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[4].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[3].update.delta + u[4].update.delta, 2);
+}
+
+TEST(DeltaReconstructor, FoldsWithDisjointWindowsOnTwoCpusAreExact) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1000;
+  // Apart by more than a late fold can lead its record (kLateSlackNs).
+  r.on_event(kernel.add(0, kAnonPages, 31, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, -31, t += 10'000), sink);
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 10'000), sink);
+  r.on_event(kernel.add(1, kAnonPages, -1, t += 10'000), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[2].update.delta, 1);
+  EXPECT_EQ(u[3].update.delta, -1);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kExact);
+}
+
+// Seen on the real kernel: another thread's fold lands in `count` a few
+// hundred ns before its record starts, after the first record ended. The
+// pair cannot be split with certainty, so both are flagged.
+TEST(DeltaReconstructor, NearMissFoldsOfTwoTasksAreFlagged) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1000;
+  r.on_event(kernel.add(0, kAnonPages, 31, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, 31, t += 10'000), sink);
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 10'000), sink);
+  r.on_event(kernel.add(1, kAnonPages, 1, t += 500), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[2].update.delta + u[3].update.delta, 2) << "the sum is right";
+}
+
+TEST(DeltaReconstructor, MmFromBeforeTheCaptureHasNoBaselinePerCpu) {
+  FakeKernel kernel(2);
+  kernel.add(0, kFilePages, 20, 0);  // before the capture
+  kernel.add(1, kFilePages, 40, 0);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kFilePages, 1, 1000), sink);
+  r.on_event(kernel.add(0, kFilePages, 1, 2000), sink);
+  r.on_event(kernel.add(1, kFilePages, 2, 3000), sink);
+  r.on_event(kernel.add(1, kFilePages, 2, 4000), sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.out.front().kind, Recorded::kCreated);
+  EXPECT_FALSE(sink.out.front().from_zero);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[0].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[1].update.delta, 1);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[3].update.delta, 2);
+}
+
+TEST(DeltaReconstructor, HoldsEventsBackForTheGraceTime) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_CREATING), sink);
+  EXPECT_TRUE(sink.out.empty());
+  r.advance(1100 + kGrace, sink);
+  EXPECT_TRUE(sink.updates().empty());
+  r.advance(1101 + kGrace, sink);
+  EXPECT_EQ(sink.updates().size(), 1u);
+  // A later record's start also moves time forward.
+  r.on_event(kernel.add(1, kAnonPages, 1, 5000, 100), sink);
+  r.on_event(kernel.add(1, kAnonPages, 1, 5200 + kGrace, 100), sink);
+  EXPECT_EQ(sink.updates().size(), 2u);
+}
+
+// A drain advances to the time it read the streams at. The records of the
+// next drain published after that time flow out as their own times pass
+// (a fold, timed, every 32 updates of a fault loop): few are held at once.
+// Had the drain advanced to a time after its poll, every record published
+// during that poll would have been older than the watermark, all held until
+// the next drain ended: the daemon's queue grew to a whole stream.
+TEST(DeltaReconstructor, RecordsAfterTheDrainsReadFlowOutAsTheirTimesPass) {
+  constexpr uint64_t kPollStart = 1'000'000'000, kApart = 10'000;
+  constexpr int kRecords = 10'000;  // 100 ms of a fault loop
+  for (const uint64_t advanced_to : {kPollStart, kPollStart + 200'000'000}) {
+    FakeKernel kernel(2);
+    DeltaReconstructor r(two_cpus());
+    RecordingSink sink;
+    r.on_event(kernel.add(0, kAnonPages, 1, kPollStart - kGrace, 100,
+                          RSS_EVF_CREATING | RSS_EVF_OWNER),
+               sink);
+    r.advance(advanced_to, sink);
+    size_t most_held = 0;
+    for (int i = 1; i <= kRecords; ++i) {
+      const bool fold = kernel.slot(kAnonPages, 0) == 31;
+      const uint64_t start = fold ? kPollStart + i * kApart : 0;
+      r.on_event(kernel.add(0, kAnonPages, 1, start, fold ? 100 : 0), sink);
+      // Counted when emitted; every update here is exact (checked below).
+      most_held = std::max(most_held, i + 1 - r.stats().exact);
+    }
+    if (advanced_to == kPollStart) {
+      EXPECT_LE(most_held, kGrace / kApart + 33) << "the grace's worth";
+    } else {
+      EXPECT_EQ(most_held, size_t{kRecords}) << "all held";
+    }
+    r.advance(kPollStart + 300'000'000, sink);
+    EXPECT_EQ(sink.updates().size(), size_t{kRecords} + 1);
+    EXPECT_EQ(r.stats().exact, uint64_t{kRecords} + 1);
+  }
+}
+
+TEST(DeltaReconstructor, ExitMmapEndsTheMmAndAReusedAddressIsANewOne) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_CREATING), sink);
+  r.on_event(life(RSS_EV_EXIT_MMAP, kMm, 2000), sink);
+  FakeKernel reused(2);
+  r.on_event(reused.add(1, kAnonPages, 3, 3000, 100, RSS_EVF_CREATING), sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.out.size(), 6u);
+  EXPECT_EQ(sink.out[0].kind, Recorded::kCreated);
+  EXPECT_EQ(sink.out[1].kind, Recorded::kUpdate);
+  EXPECT_EQ(sink.out[2].kind, Recorded::kLife);
+  EXPECT_EQ(sink.out[2].life.kind, LifeKind::kMmExit);
+  EXPECT_EQ(sink.out[3].kind, Recorded::kDestroyed);
+  EXPECT_EQ(sink.out[4].kind, Recorded::kCreated);
+  EXPECT_TRUE(sink.out[4].from_zero);
+  EXPECT_EQ(sink.out[4].mm.addr, kMm);
+  EXPECT_NE(sink.out[4].mm.generation, sink.out[0].mm.generation);
+  EXPECT_EQ(sink.out[5].update.delta, 3);
+  EXPECT_EQ(sink.out[5].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(r.live_mms(), 1u);
+}
+
+TEST(DeltaReconstructor, AnOwnerUpdateOfAnotherMmOnACpuSwitchesItsMmOut) {
+  constexpr uint64_t kOther = kMm + 0x4000;
+  constexpr uint8_t kNew = RSS_EVF_OWNER | RSS_EVF_CREATING;
+  FakeKernel a(2), b(2);
+  const auto of_b = [](rss_event e) {
+    e.mm = kOther;
+    e.tid = e.tgid = 200;
+    return e;
+  };
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(a.add(0, kAnonPages, 1, 1000, 100, kNew), sink);
+  r.on_event(of_b(b.add(1, kAnonPages, 1, 2000, 100, kNew)), sink);
+  r.on_event(of_b(b.add(0, kAnonPages, 1, 3000)), sink);  // b runs on CPU 0
+  // Not by its owner (reclaim, a remote access): CPU 0 still runs b.
+  r.on_event(a.add(0, kAnonPages, -1, 4000, 100, 0), sink);
+  r.on_event(of_b(b.add(0, kAnonPages, 1, 5000)), sink);
+  r.on_event(a.add(0, kAnonPages, 1, 6000), sink);  // a runs on CPU 0 again
+  r.flush(sink);
+  std::vector<std::pair<uint64_t, uint32_t>> switches;  // mm, CPU
+  std::vector<uint64_t> update_times;
+  for (const Recorded& x : sink.out) {
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kCpuSwitch) {
+      switches.emplace_back(x.mm.addr, x.life.cpu);
+      update_times.push_back(0);  // where it falls among the updates
+    } else if (x.kind == Recorded::kUpdate) {
+      update_times.push_back(x.update.time_ns);
+    }
+  }
+  EXPECT_EQ(switches, (std::vector<std::pair<uint64_t, uint32_t>>{
+                          {kMm, 0}, {kOther, 0}}));
+  EXPECT_EQ(update_times,
+            (std::vector<uint64_t>{1000, 2000, 0, 3000, 4000, 5000, 0, 6000}));
+}
+
+TEST(DeltaReconstructor, FaultsPrecedeTheUpdateAsLifeEvents) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  constexpr uint8_t kInFault = RSS_EVF_OWNER | RSS_EVF_IN_FAULT;
+  // The task's first update seen: only the fault in progress is known.
+  rss_event e = kernel.add(0, kAnonPages, 1, 1000, 100, kInFault);
+  e.faults = 0xfffe;
+  r.on_event(e, sink);
+  // A fault that updated nothing, then this one; the total wraps.
+  e = kernel.add(0, kAnonPages, 1, 2000, 100, kInFault);
+  e.faults = 0;
+  r.on_event(e, sink);
+  // Outside a fault (munmap): no fault since the last update.
+  e = kernel.add(0, kAnonPages, -1, 3000, 100, RSS_EVF_OWNER);
+  e.faults = 0;
+  r.on_event(e, sink);
+  r.flush(sink);
+  std::vector<int> faults_before;  // faults announced before each update
+  int pending = 0;
+  for (const Recorded& x : sink.out) {
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kFault) {
+      pending += static_cast<int>(x.life.count);
+    } else if (x.kind == Recorded::kUpdate) {
+      faults_before.push_back(pending);
+      EXPECT_EQ(x.info.faults, pending);
+      EXPECT_TRUE(x.update.by_owner());
+      pending = 0;
+    }
+  }
+  EXPECT_EQ(faults_before, (std::vector<int>{1, 2, 0}));
+  const std::vector<Recorded> u = sink.updates();
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_TRUE(u[0].update.in_fault());
+  EXPECT_TRUE(u[1].update.in_fault());
+  EXPECT_FALSE(u[2].update.in_fault());
+}
+
+TEST(DeltaReconstructor, ExecOfATaskSeenOnlyByItsUpdatesLeavesItsMm) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  rss_event e =
+      kernel.add(0, kAnonPages, 1, 1000, 100, RSS_EVF_OWNER | RSS_EVF_IN_FAULT);
+  e.tid = 7;
+  r.on_event(e, sink);
+  r.on_event(life(RSS_EV_EXEC, kMm + 4096, 2000), sink);  // old mm unknown
+  r.flush(sink);
+  int task_exits = 0;
+  for (const Recorded& x : sink.out)
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kTaskExit) {
+      ++task_exits;
+      EXPECT_EQ(x.mm.addr, kMm);
+      EXPECT_EQ(x.life.task, 7u);
+    }
+  EXPECT_EQ(task_exits, 1);
+}
+
+TEST(DeltaReconstructor, ExecOfAVforkChildLeavesTheMmOfItsNewTaskRecord) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  constexpr int64_t kVfork = CLONE_VFORK | CLONE_VM;
+  rss_event child = life(RSS_EV_NEW_TASK, kMm, 1000, kVfork);
+  child.tid = child.tgid = 9;
+  r.on_event(child, sink);
+  // exec_mmap() has switched mms: the task updates its new mm as owner
+  // before its EXEC record (seen on the real kernel).
+  rss_event update = life(RSS_EV_UPDATE, kMm + 8192, 1500);
+  update.tid = update.tgid = 9;
+  update.member = kAnonPages;
+  update.slot = 1;
+  update.flags = RSS_EVF_OWNER | RSS_EVF_IN_FAULT;
+  r.on_event(update, sink);
+  rss_event exec = life(RSS_EV_EXEC, kMm + 8192, 2000);  // aux 0: not known
+  exec.tid = exec.tgid = 9;
+  r.on_event(exec, sink);
+  rss_event again = life(RSS_EV_EXEC, kMm + 16384, 3000);  // a second exec
+  again.tid = again.tgid = 9;
+  r.on_event(again, sink);
+  r.flush(sink);
+  std::vector<uint64_t> left;
+  for (const Recorded& x : sink.out)
+    if (x.kind == Recorded::kLife && x.life.kind == LifeKind::kTaskExit) {
+      EXPECT_EQ(x.life.task, 9u);
+      left.push_back(x.mm.addr);
+    }
+  EXPECT_EQ(left, (std::vector<uint64_t>{kMm, kMm + 8192}));
+}
+
+TEST(DeltaReconstructor, CloneVmIsASecondUserButVforkAndForkAreNot) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  constexpr int64_t kThread = CLONE_THREAD | CLONE_VM;
+  constexpr int64_t kVfork = CLONE_VFORK | CLONE_VM;
+  r.on_event(life(RSS_EV_NEW_TASK, kMm, 1000, kThread), sink);
+  r.on_event(life(RSS_EV_NEW_TASK, kMm, 2000, kVfork), sink);
+  r.on_event(life(RSS_EV_NEW_TASK, kMm + 4096, 3000, 0x11), sink);  // fork
+  r.on_event(life(RSS_EV_EXEC, kMm + 8192, 4000, kMm), sink);
+  r.flush(sink);
+  int second_users = 0;
+  int task_exits = 0;
+  for (const Recorded& x : sink.out) {
+    if (x.kind != Recorded::kLife) continue;
+    second_users += x.life.kind == LifeKind::kSecondUser;
+    if (x.life.kind == LifeKind::kTaskExit) {
+      ++task_exits;
+      EXPECT_EQ(x.mm.addr, kMm);  // exec leaves the old mm
+    }
+  }
+  EXPECT_EQ(second_users, 1);
+  EXPECT_EQ(task_exits, 1);
+  ASSERT_EQ(sink.out[0].kind, Recorded::kCreated);
+  EXPECT_FALSE(sink.out[0].from_zero);  // threads share an older mm
+  EXPECT_TRUE(sink.out[3].from_zero);   // the fork child's new mm
+}
+
+TEST(DeltaReconstructor, BadRecordsAreCountedNotUsed) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  FakeKernel kernel(2);
+  rss_event e = kernel.add(0, kAnonPages, 1, 1000);
+  e.cpu = 9;
+  r.on_event(e, sink);
+  e.cpu = 0;
+  e.member = 7;
+  r.on_event(e, sink);
+  r.flush(sink);
+  EXPECT_TRUE(sink.out.empty());
+  EXPECT_EQ(r.stats().bad_records, 2u);
+}
+
+// An mm that updated on both CPUs before the capture: only CPU 0 updates
+// under it. Its first update has no baseline; a resync whose read the
+// stream shows quiet gives the anon value, and the last unknown (CPU 1's
+// slot) then follows from it: CPU 1's first update is exact.
+TEST(DeltaReconstructor, ResyncFromPreciseValuesMakesAnOldMmExact) {
+  FakeKernel kernel = kernel_of_an_older_mm();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  for (int i = 0; i < 10; ++i, t += 1000)
+    r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+  const int64_t precise = kernel.precise(kAnonPages);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  pages[kAnonPages] = precise;
+  EXPECT_EQ(r.resync(kMm, 99, pages, t + 50'000, t + 60'000),
+            ResyncResult::kUnknownMm)
+      << "not the owner's process";
+  EXPECT_EQ(r.resync(kMm, 100, pages, t, t + 10'000), ResyncResult::kNotQuiet)
+      << "the last record ended less than the slack before the read";
+  ASSERT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kOffered);
+  t += 100'000;
+  const int32_t slot1_before = kernel.slot(kAnonPages, 1);
+  r.on_event(kernel.add(1, kAnonPages, 1, t), sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.baselines.size(), 1u);
+  EXPECT_EQ(sink.baselines[0].first, kAnonPages);
+  EXPECT_EQ(sink.baselines[0].second, precise);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 11u);
+  EXPECT_EQ(u[0].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u.back().info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u.back().update.delta, kernel.slot(kAnonPages, 1) - slot1_before);
+  EXPECT_EQ(r.stats().resyncs_applied, 1u);
+}
+
+TEST(DeltaReconstructor, ARecordFromDuringTheReadCancelsTheResync) {
+  FakeKernel kernel = kernel_of_an_older_mm();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  // Plausible (CPU 1's slot within the batch) but read while CPU 1 moved.
+  pages[kAnonPages] = kernel.precise(kAnonPages);
+  ASSERT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kOffered);
+  // Drained after the resync, but it started during the read.
+  r.on_event(kernel.add(1, kAnonPages, 1, t + 55'000), sink);
+  r.flush(sink);
+  EXPECT_TRUE(sink.baselines.empty());
+  EXPECT_EQ(r.stats().resyncs_cancelled, 1u);
+  for (const Recorded& u : sink.updates())
+    EXPECT_EQ(u.info.fidelity, Fidelity::kNoBaseline);
+}
+
+TEST(DeltaReconstructor, AResyncContradictingTheStreamIsRefused) {
+  FakeKernel kernel = kernel_of_an_older_mm();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  // Both CPUs update under the capture: every slot and the count are known,
+  // so the value is known too, up to the first updates' unknown deltas.
+  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+  r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
+  const int64_t precise = kernel.precise(kAnonPages);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  pages[kAnonPages] = precise + 1;
+  EXPECT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kInconsistent);
+  pages[kAnonPages] = precise;
+  EXPECT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
+            ResyncResult::kOffered);
+  EXPECT_EQ(r.resync(kMm, 100, pages, t + 70'000, t + 80'000),
+            ResyncResult::kNotQuiet)
+      << "one at a time";
+}
+
+// A record flagged after a loss voids every mm's slots: the baselines are
+// withdrawn, and each CPU's next update has no baseline until a resync.
+TEST(DeltaReconstructor, ALossVoidsWhatWasKnown) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  kernel.add(0, kAnonPages, 1, t + 1000);  // lost
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 2000, 100,
+                        RSS_EVF_OWNER | RSS_EVF_AFTER_LOSS),
+             sink);
+  r.flush(sink);
+  EXPECT_EQ(r.stats().losses, 1u);
+  ASSERT_EQ(sink.baselines.size(), size_t{kMembers});
+  for (const auto& [member, pages] : sink.baselines) EXPECT_FALSE(pages);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kNoBaseline);
+}
+
+// An update the capture did not time (start_ns 0: a non-zero slot, and a
+// `count` its CPU's previous record showed) is exact from its slot, takes
+// the latest time the stream showed, and waits for the stream to move on.
+TEST(DeltaReconstructor, UntimedUpdatesAreExactAndTakeTheStreamsTime) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  const uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  for (int i = 0; i < 5; ++i)
+    r.on_event(kernel.add(0, kAnonPages, 2, 0, 0), sink);
+  r.advance(t + kGrace, sink);
+  EXPECT_TRUE(sink.updates().empty());
+  r.advance(t + 100 + kGrace + 1, sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 6u);
+  for (size_t i = 1; i < u.size(); ++i) {
+    EXPECT_EQ(u[i].info.fidelity, Fidelity::kExact);
+    EXPECT_EQ(u[i].update.delta, 2);
+    EXPECT_EQ(u[i].update.time_ns, t);
+    EXPECT_EQ(u[i].info.end_ns, t);
+  }
+  EXPECT_EQ(r.stats().exact, 6u);
+}
+
+// The read of a resync came after a drain's advance(). An untimed record
+// in the next drain may have been added before the read ended: it cancels.
+// One two drains later came after the read, and the resync stands.
+TEST(DeltaReconstructor, AnUntimedRecordCancelsAResyncOnlyInTheNextDrain) {
+  for (const bool next_drain : {true, false}) {
+    FakeKernel kernel = kernel_of_an_older_mm();
+    DeltaReconstructor r(two_cpus());
+    RecordingSink sink;
+    uint64_t t = 1'000'000;
+    r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+    r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
+    const uint64_t drain = 50'000'000;
+    r.advance(drain, sink);
+    std::array<std::optional<int64_t>, kMembers> pages;
+    pages[kAnonPages] = kernel.precise(kAnonPages);
+    ASSERT_EQ(r.resync(kMm, 100, pages, drain + 10'000, drain + 20'000),
+              ResyncResult::kOffered);
+    if (!next_drain) r.advance(2 * drain, sink);
+    r.on_event(kernel.add(1, kAnonPages, 1, 0, 0), sink);
+    r.flush(sink);
+    SCOPED_TRACE(next_drain ? "next drain" : "two drains later");
+    EXPECT_EQ(r.stats().resyncs_cancelled, next_drain ? 1u : 0u);
+    EXPECT_EQ(sink.baselines.size(), next_drain ? 0u : 1u);
+    // Its delta is exact from its known slot either way.
+    EXPECT_EQ(sink.updates().back().info.fidelity, Fidelity::kExact);
+  }
+}
+
+// An untimed record is not quiet until the advance() after its drain: a
+// resync offered before that is refused.
+TEST(DeltaReconstructor, AnUntimedRecordIsQuietOnlyAfterItsDrain) {
+  FakeKernel kernel = kernel_of_an_older_mm();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1'000'000), sink);
+  r.advance(50'000'000, sink);
+  r.on_event(kernel.add(0, kAnonPages, 1, 0, 0), sink);
+  std::array<std::optional<int64_t>, kMembers> pages;
+  pages[kAnonPages] = kernel.precise(kAnonPages);
+  EXPECT_EQ(r.resync(kMm, 100, pages, 60'000'000, 60'010'000),
+            ResyncResult::kNotQuiet);
+  EXPECT_TRUE(r.resync_candidates(200'000'000, 10'000'000, 8).empty());
+  r.advance(100'000'000, sink);
+  EXPECT_EQ(r.resync(kMm, 100, pages, 100'000'000, 100'010'000),
+            ResyncResult::kNotQuiet)
+      << "it may have come just before this drain";
+  EXPECT_EQ(r.resync_candidates(200'000'000, 10'000'000, 8).size(), 1u);
+  EXPECT_EQ(r.resync(kMm, 100, pages, 200'000'000, 200'010'000),
+            ResyncResult::kOffered);
+}
+
+// The drop counter rose in the drain that brought the loss's flagged record:
+// the record placed the loss already, and what the records after it
+// re-established stays known.
+TEST(DeltaReconstructor, ADropWhoseFlaggedRecordCameIsNotALossAgain) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  r.on_drops(0);
+  kernel.add(0, kAnonPages, 1, t + 1000);  // lost
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 2000, 100,
+                        RSS_EVF_OWNER | RSS_EVF_AFTER_LOSS),
+             sink);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 3000, 100, RSS_EVF_OWNER), sink);
+  r.on_drops(1);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 4000, 100, RSS_EVF_OWNER), sink);
+  r.flush(sink);
+  EXPECT_EQ(r.stats().losses, 1u);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[2].update.delta, 1);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[3].update.delta, 1);
+}
+
+// A rise of the drop counter with no flagged record yet is a loss now:
+// the next update has no baseline. An unchanged counter is no loss.
+TEST(DeltaReconstructor, ADropWithoutAFlaggedRecordIsALoss) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t, 100, RSS_EVF_CREATING), sink);
+  r.on_drops(0);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 1000, 100, RSS_EVF_OWNER), sink);
+  r.on_drops(0);
+  EXPECT_EQ(r.stats().losses, 0u);
+  kernel.add(0, kAnonPages, 1, t + 2000);  // lost, its flag not seen yet
+  r.on_drops(1);
+  EXPECT_EQ(r.stats().losses, 1u);
+  r.on_event(kernel.add(0, kAnonPages, 1, t + 3000, 100, RSS_EVF_OWNER), sink);
+  r.flush(sink);
+  const auto u = sink.updates();
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[1].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kNoBaseline);
+}
+
+}  // namespace
+}  // namespace rssaudit

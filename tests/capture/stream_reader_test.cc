@@ -1,0 +1,139 @@
+// StreamReader over memory laid out as the BPF side lays out its maps:
+// the merge of per-CPU streams into one sequence, holes, skips, limits and
+// the positions it hands back to the producers.
+#include "capture/stream_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace rssaudit {
+namespace {
+
+// The two maps of a capture with `cpus` streams of `per_cpu` slots, and a
+// producer that writes them as bpf/capture.bpf.h does.
+class Streams {
+ public:
+  Streams(uint32_t cpus, uint32_t per_cpu)
+      : per_cpu_(per_cpu), slots_(cpus * per_cpu), positions_(cpus) {}
+  // Writes a record with sequence number `seq` into `cpu`'s stream;
+  // published (head advanced) unless `publish` is false.
+  void write(uint32_t cpu, uint64_t seq, bool publish = true) {
+    rss_stream_position& at = positions_[cpu];
+    const uint64_t pos = at.head + unpublished_[cpu];
+    ASSERT_LT(pos - at.tail, per_cpu_) << "the producer would drop it";
+    rss_slot& s = slots_[cpu * per_cpu_ + pos % per_cpu_];
+    s.seq = seq;
+    s.event = rss_event{};
+    s.event.mm = 0x1000 + seq;  // the record tells its number
+    s.event.cpu = static_cast<uint16_t>(cpu);
+    if (publish)
+      at.head += 1 + unpublished_[cpu], unpublished_[cpu] = 0;
+    else
+      ++unpublished_[cpu];
+  }
+  // Publishes what write(..., false) left unpublished on `cpu`.
+  void publish(uint32_t cpu) {
+    positions_[cpu].head += unpublished_[cpu];
+    unpublished_[cpu] = 0;
+  }
+  StreamReader reader() {
+    return StreamReader(slots_.data(), positions_.data(),
+                        static_cast<uint32_t>(positions_.size()), per_cpu_);
+  }
+  const rss_stream_position& at(uint32_t cpu) const { return positions_[cpu]; }
+
+ private:
+  uint32_t per_cpu_;
+  std::vector<rss_slot> slots_;
+  std::vector<rss_stream_position> positions_;
+  uint64_t unpublished_[8] = {};
+};
+
+// The sequence numbers the reader hands over (at most `max`).
+std::vector<uint64_t> drain(StreamReader& r, size_t max = 1000) {
+  std::vector<uint64_t> seqs;
+  r.consume(max, [&](const rss_event& e) { seqs.push_back(e.mm - 0x1000); });
+  return seqs;
+}
+
+using Seqs = std::vector<uint64_t>;
+
+TEST(StreamReader, MergesTheCpusStreamsInSequenceOrder) {
+  Streams s(3, 16);
+  // Runs on one CPU, alternation, and a CPU that joins late.
+  for (uint64_t seq : {0, 1, 2, 5, 7}) s.write(0, seq);
+  for (uint64_t seq : {3, 4, 6, 9}) s.write(1, seq);
+  s.write(2, 8);
+  StreamReader r = s.reader();
+  EXPECT_EQ(drain(r), (Seqs{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(drain(r), Seqs{});
+  // Every slot is handed back to the producers.
+  EXPECT_EQ(s.at(0).tail, 5u);
+  EXPECT_EQ(s.at(1).tail, 4u);
+  EXPECT_EQ(s.at(2).tail, 1u);
+  EXPECT_EQ(r.skipped(), 0u);
+}
+
+TEST(StreamReader, WaitsForANumberStillBeingWritten) {
+  Streams s(2, 16);
+  s.write(0, 0);
+  s.write(1, 1, /*publish=*/false);  // CPU 1's program is still writing
+  s.write(0, 2);
+  s.write(0, 3);
+  StreamReader r = s.reader();
+  EXPECT_EQ(drain(r), Seqs{0});
+  EXPECT_EQ(s.at(0).tail, 1u) << "2 and 3 stay in the stream";
+  s.publish(1);
+  EXPECT_EQ(drain(r), (Seqs{1, 2, 3}));
+  EXPECT_EQ(r.skipped(), 0u);
+}
+
+TEST(StreamReader, SkipsANumberThatNeverComesAndCountsIt) {
+  Streams s(2, 16);
+  s.write(0, 0);
+  s.write(1, 2);  // 1 was taken and never published
+  s.write(1, 3);
+  StreamReader r = s.reader();
+  EXPECT_EQ(drain(r), Seqs{0});
+  for (uint32_t i = 1; i < StreamReader::kStallDrains; ++i)
+    EXPECT_EQ(drain(r), Seqs{}) << "drain " << i << " still waits";
+  EXPECT_EQ(drain(r), (Seqs{2, 3}));
+  EXPECT_EQ(r.skipped(), 1u);
+  // The wait starts again at the next hole.
+  s.write(0, 5);
+  EXPECT_EQ(drain(r), Seqs{});
+  s.write(1, 4);
+  EXPECT_EQ(drain(r), (Seqs{4, 5}));
+  EXPECT_EQ(r.skipped(), 1u);
+}
+
+TEST(StreamReader, HandsOverAtMostMaxAndKeepsTheRest) {
+  Streams s(2, 16);
+  for (uint64_t seq = 0; seq < 6; ++seq) s.write(seq % 2, seq);
+  StreamReader r = s.reader();
+  EXPECT_EQ(drain(r, 4), (Seqs{0, 1, 2, 3}));
+  EXPECT_EQ(s.at(0).tail, 2u);
+  EXPECT_EQ(s.at(1).tail, 2u);
+  EXPECT_EQ(drain(r, 4), (Seqs{4, 5}));
+}
+
+TEST(StreamReader, FollowsStreamsAroundTheirSlots) {
+  Streams s(2, 4);
+  StreamReader r = s.reader();
+  uint64_t seq = 0;
+  Seqs expected;
+  // 5 laps of each CPU's 4 slots, drained after every 3 records.
+  for (int round = 0; round < 13; ++round) {
+    Seqs want;
+    for (int i = 0; i < 3; ++i, ++seq) {
+      s.write(uint32_t(seq / 2 % 2), seq);
+      want.push_back(seq);
+    }
+    ASSERT_EQ(drain(r), want) << "round " << round;
+  }
+  EXPECT_EQ(s.at(0).tail + s.at(1).tail, seq);
+}
+
+}  // namespace
+}  // namespace rssaudit

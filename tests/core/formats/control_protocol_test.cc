@@ -1,0 +1,214 @@
+#include "core/formats/control_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "tests/support/sample_live_view.h"
+
+namespace rssaudit {
+namespace {
+
+using nlohmann::json;
+
+// Answers `line` over the sample view, counting the snapshots built.
+struct Answerer {
+  int views = 0;
+
+  json operator()(const std::string& line) {
+    const std::string out = answer_line(line, [this] {
+      ++views;
+      return testing::sample_live_view();
+    });
+    EXPECT_EQ(out.find('\n'), std::string::npos) << "one line: " << out;
+    return json::parse(out);
+  }
+};
+
+// The response must be an error, carry a reason, and not have built a view.
+std::string error_of(const std::string& line) {
+  Answerer a;
+  const json r = a(line);
+  EXPECT_EQ(r["ok"], false) << line;
+  EXPECT_EQ(a.views, 0) << "a bad request must not build a snapshot: " << line;
+  return r.value("error", "");
+}
+
+TEST(ControlProtocol, HealthAnswersTheDaemonsHealthFirstKeyOk) {
+  Answerer a;
+  const std::string out = answer_line(
+      R"({"request":"health"})", [] { return testing::sample_live_view(); });
+  EXPECT_EQ(out.rfind(R"({"ok":true,)", 0), 0u) << out;
+  const json r = a(R"({"request":"health"})");
+  EXPECT_EQ(r["health"]["host"], "testhost");
+  EXPECT_EQ(r["health"]["drops"], 7);
+  EXPECT_FALSE(r.contains("processes"));
+  EXPECT_EQ(a.views, 1);
+}
+
+TEST(ControlProtocol, IdIsEchoedOnSuccessAndOnError) {
+  Answerer a;
+  EXPECT_EQ(a(R"({"request":"health","id":"abc"})")["id"], "abc");
+  EXPECT_EQ(a(R"({"id":42,"request":"health"})")["id"], 42);
+  const json bad = a(R"({"request":"nope","id":[1,2]})");
+  EXPECT_EQ(bad["ok"], false);
+  EXPECT_EQ(bad["id"], json::array({1, 2}));
+  EXPECT_FALSE(a(R"({"request":"health"})").contains("id"));
+}
+
+TEST(ControlProtocol, ProcessesTopNKeepsTheDaemonsRanking) {
+  Answerer a;
+  const json r = a(R"({"request":"processes","top":2})");
+  ASSERT_EQ(r["ok"], true);
+  EXPECT_EQ(r["total"], 4);
+  ASSERT_EQ(r["processes"].size(), 2u);
+  EXPECT_EQ(r["processes"][0]["pid"], 100);
+  EXPECT_EQ(r["processes"][1]["pid"], 200);
+  EXPECT_EQ(a(R"({"request":"processes"})")["processes"].size(), 4u);
+  EXPECT_EQ(a(R"({"request":"processes","top":0})")["processes"].size(), 0u);
+  // Larger than any list: all of them, not an error.
+  EXPECT_EQ(
+      a(R"({"request":"processes","top":18446744073709551615})")["processes"]
+          .size(),
+      4u);
+}
+
+TEST(ControlProtocol, ProcessByPidAndByComm) {
+  Answerer a;
+  const json by_pid = a(R"({"request":"process","pid":300})");
+  ASSERT_EQ(by_pid["ok"], true) << by_pid;
+  EXPECT_EQ(by_pid["process"]["comm"], "joined");
+  EXPECT_EQ(by_pid["health"]["page_size"], 4096);
+  const json by_comm = a(R"({"request":"process","comm":"big drifter"})");
+  ASSERT_EQ(by_comm["ok"], true) << by_comm;
+  EXPECT_EQ(by_comm["process"]["pid"], 100);
+}
+
+TEST(ControlProtocol, UnknownOrAmbiguousProcessIsAnError) {
+  Answerer a;
+  EXPECT_EQ(a(R"({"request":"process","pid":999})")["error"],
+            "no audited process with pid 999");
+  EXPECT_EQ(a(R"({"request":"process","comm":"nobody"})")["error"],
+            "no audited process with comm 'nobody'");
+  EXPECT_EQ(a(R"({"request":"process","comm":"worker"})")["error"],
+            "comm 'worker' matches 2 processes (pids 200, 400); ask by pid");
+}
+
+TEST(ControlProtocol, MalformedLinesGetClearErrors) {
+  EXPECT_EQ(error_of(""), "empty request: send one JSON object per line");
+  EXPECT_EQ(error_of("  \t\r"), "empty request: send one JSON object per line");
+  EXPECT_EQ(error_of("{"), "invalid JSON: send one JSON object per line");
+  EXPECT_EQ(error_of("health"), "invalid JSON: send one JSON object per line");
+  EXPECT_EQ(error_of(std::string("\0\xff\x01garbage", 10)),
+            "invalid JSON: send one JSON object per line");
+  EXPECT_EQ(error_of("[1,2]"), "expected a JSON object, got [1,2]");
+  EXPECT_EQ(error_of("42"), "expected a JSON object, got 42");
+  EXPECT_EQ(error_of("null"), "expected a JSON object, got null");
+  EXPECT_EQ(error_of(R"({"request":"health"} {"request":"health"})"),
+            "invalid JSON: send one JSON object per line");
+}
+
+TEST(ControlProtocol, UnknownRequestsAndFieldsAreNamed) {
+  EXPECT_EQ(error_of("{}"),
+            R"(missing "request": one of "health", "processes", "process")");
+  EXPECT_EQ(error_of(R"({"request":"shutdown"})"),
+            R"(unknown request "shutdown": one of "health", "processes", )"
+            R"("process")");
+  EXPECT_EQ(error_of(R"({"request":5})"), "request: expected a string, got 5");
+  EXPECT_EQ(error_of(R"({"request":"process","pdi":5})"),
+            "unknown field 'pdi' in a 'process' request");
+  EXPECT_EQ(error_of(R"({"request":"health","top":5})"),
+            "unknown field 'top' in a 'health' request");
+}
+
+TEST(ControlProtocol, WrongTypesAndRangesAreNamed) {
+  EXPECT_EQ(error_of(R"({"request":"processes","top":"5"})"),
+            "top: expected an integer from 0 to 18446744073709551615, got "
+            "\"5\"");
+  EXPECT_EQ(error_of(R"({"request":"processes","top":-1})"),
+            "top: expected an integer from 0 to 18446744073709551615, got -1");
+  EXPECT_EQ(error_of(R"({"request":"processes","top":1.5})"),
+            "top: expected an integer from 0 to 18446744073709551615, got 1.5");
+  EXPECT_EQ(error_of(R"({"request":"process","pid":0})"),
+            "pid: expected an integer from 1 to 4294967295, got 0");
+  EXPECT_EQ(error_of(R"({"request":"process","pid":4294967296})"),
+            "pid: expected an integer from 1 to 4294967295, got 4294967296");
+  EXPECT_EQ(error_of(R"({"request":"process","pid":"12"})"),
+            "pid: expected an integer from 1 to 4294967295, got \"12\"");
+  EXPECT_EQ(error_of(R"({"request":"process","pid":null})"),
+            "pid: expected an integer from 1 to 4294967295, got null");
+  EXPECT_EQ(error_of(R"({"request":"process","comm":""})"),
+            "comm: expected a non-empty string, got \"\"");
+  EXPECT_EQ(error_of(R"({"request":"process","comm":["a"]})"),
+            "comm: expected a non-empty string, got [\"a\"]");
+  EXPECT_EQ(error_of(R"({"request":"process"})"),
+            "a 'process' request needs \"pid\" or \"comm\", not both");
+  EXPECT_EQ(error_of(R"({"request":"process","pid":1,"comm":"x"})"),
+            "a 'process' request needs \"pid\" or \"comm\", not both");
+}
+
+TEST(ControlProtocol, HugeNumbersAreRangeErrorsNotWrappedValues) {
+  // Past 2^64 the JSON parser yields a float: never a truncated pid.
+  const std::string huge(30, '9');
+  EXPECT_NE(error_of(R"({"request":"process","pid":)" + huge + "}")
+                .find("pid: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"request":"processes","top":1e30})")
+                .find("top: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"request":"processes","top":18446744073709551616})")
+                .find("top: expected an integer"),
+            std::string::npos);
+  // 1e400 overflows a double: the parser rejects it as invalid JSON.
+  EXPECT_EQ(error_of(R"({"request":"processes","top":1e400})"),
+            "invalid JSON: send one JSON object per line");
+}
+
+TEST(ControlProtocol, ErrorMessagesStayShortForLongInput) {
+  const std::string err =
+      error_of(R"({"request":")" + std::string(10000, 'x') + "\"}");
+  EXPECT_LT(err.size(), 200u);
+}
+
+TEST(ControlProtocol, AFailingSnapshotIsAnErrorResponse) {
+  const json r = json::parse(answer_line(
+      R"({"request":"health","id":1})",
+      []() -> LiveView { throw std::runtime_error("out of memory"); }));
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_EQ(r["id"], 1);
+  EXPECT_EQ(r["error"], "internal error: out of memory");
+}
+
+TEST(ControlProtocol, RequestLinesParseBackToTheSameRequest) {
+  const Request requests[] = {
+      {HealthRequest{}, json("h1")},
+      {ProcessesRequest{5}, std::nullopt},
+      {ProcessesRequest{}, json(3)},
+      {ProcessRequest{42, {}}, std::nullopt},
+      {ProcessRequest{{}, "big drifter"}, std::nullopt},
+  };
+  for (const Request& r : requests) {
+    const std::string line = request_line(r);
+    const ParsedRequest back = parse_request(line);
+    ASSERT_TRUE(back.request) << line << ": " << back.error;
+    EXPECT_EQ(back.request->kind.index(), r.kind.index()) << line;
+    EXPECT_EQ(back.request->id, r.id) << line;
+    EXPECT_EQ(request_line(*back.request), line);
+  }
+}
+
+TEST(ControlProtocol, ResponsesParseForTheClient) {
+  const JsonResult<json> ok = parse_response(answer_line(
+      R"({"request":"health"})", [] { return testing::sample_live_view(); }));
+  ASSERT_TRUE(ok.ok()) << ok.error;
+  EXPECT_EQ((*ok.value)["health"]["host"], "testhost");
+  EXPECT_EQ(parse_response(error_line("boom")).error, "boom");
+  EXPECT_FALSE(parse_response("garbage").ok());
+  EXPECT_FALSE(parse_response("[]").ok());
+  EXPECT_EQ(parse_response(R"({"ok":"yes"})").error, "response without \"ok\"");
+  EXPECT_EQ(parse_response(R"({"ok":false})").error, "error without a reason");
+}
+
+}  // namespace
+}  // namespace rssaudit

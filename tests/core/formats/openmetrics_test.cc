@@ -1,0 +1,285 @@
+#include "core/formats/openmetrics.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/run_command.h"
+
+namespace rssaudit {
+namespace {
+
+LiveProcess process(uint32_t pid, std::string comm, int64_t drift,
+                    std::string cgroup = "/system.slice") {
+  LiveProcess p;
+  p.pid = pid;
+  p.comm = std::move(comm);
+  p.cgroup = std::move(cgroup);
+  p.exact_rss = 1000;
+  p.kernel_rss = 1000 + drift;
+  p.bound = 3 * 4 * 63;
+  p.from_zero = true;
+  p.kernel_known = true;
+  p.fidelity_checked = 10;
+  p.fidelity_matched = 9;
+  return p;
+}
+
+LiveView sample_view() {
+  LiveView v;
+  v.health.host = "box";
+  v.health.kernel_release = "6.1.0";
+  v.health.nr_cpus = 4;
+  v.health.batch = 64;
+  v.health.events = 12345;
+  v.health.events_per_s = 250.5;
+  v.health.drops = 7;
+  v.health.ambiguous = 2;
+  v.health.lag_s = 0.01;
+  v.health.fidelity_checked = 100;
+  v.health.fidelity_matched = 99;
+  v.health.live_mms = 42;
+  v.processes = {process(10, "sshd", 5), process(11, "sshd", -40),
+                 process(12, "bash", 3), process(13, "cron", 1)};
+  return v;
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+size_t count_lines_starting(const std::string& text, const std::string& head) {
+  size_t n = 0;
+  for (size_t at = 0; at < text.size();) {
+    if (text.compare(at, head.size(), head) == 0) ++n;
+    const size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return n;
+}
+
+TEST(OpenMetrics, EscapesQuotesBackslashesAndNewlinesInLabelValues) {
+  LiveView v = sample_view();
+  v.processes = {process(7, "a\"b\\c\nd e", 9)};
+  const auto om = render_openmetrics(v, {});
+  EXPECT_TRUE(contains(
+      om,
+      "rssaudit_process_drift_pages{pid=\"7\",comm=\"a\\\"b\\\\c\\nd e\"} 9\n"))
+      << om;
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_processes{comm=\"a\\\"b\\\\c\\nd e\"} 1\n"));
+}
+
+TEST(OpenMetrics, ReplacesInvalidUtf8InLabelValues) {
+  LiveView v = sample_view();
+  v.processes = {process(7, "x\xff\xc3(y\xc3\xa9", 9)};  // ends with a valid é
+  const auto om = render_openmetrics(v, {});
+  EXPECT_TRUE(contains(om, "comm=\"x\xef\xbf\xbd\xef\xbf\xbd(y\xc3\xa9\""))
+      << om;
+}
+
+TEST(OpenMetrics, NamesEqualOnceRenderedAreOneGroup) {
+  LiveView v = sample_view();
+  v.processes = {process(7, "x\xff", 9), process(8, "x\xfe", 1)};
+  const auto om = render_openmetrics(v, {});
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_processes{comm=\"x\xef\xbf\xbd\"} 2\n"))
+      << om;
+}
+
+TEST(OpenMetrics, GroupsByCommWithSumsAndLargestDrift) {
+  const auto om = render_openmetrics(sample_view(), {});
+  EXPECT_TRUE(contains(om, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"));
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_largest_drift_pages{comm=\"sshd\"} 40\n"));
+  EXPECT_TRUE(contains(om, "rssaudit_group_bound_pages{comm=\"sshd\"} 1512\n"));
+  EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"sshd\"} 2\n"));
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_fidelity_ratio{comm=\"sshd\"} 0.9\n"));
+  // 40 / 756: the worst member against its own bound.
+  EXPECT_TRUE(contains(om, "rssaudit_group_drift_bound_ratio{comm=\"sshd\"} " +
+                               fmt::format("{}", 40.0 / 756.0) + "\n"));
+}
+
+TEST(OpenMetrics, GroupsByCgroupWhenAsked) {
+  LiveView v = sample_view();
+  v.processes[2].cgroup = "/user.slice";
+  const auto om = render_openmetrics(v, {.group_by = GroupBy::kCgroup});
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_processes{cgroup=\"/system.slice\"} 3\n"));
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_processes{cgroup=\"/user.slice\"} 1\n"));
+  EXPECT_FALSE(contains(om, "rssaudit_group_processes{comm="));
+}
+
+TEST(OpenMetrics, FoldsGroupsBeyondTopNIntoOther) {
+  LiveView v = sample_view();
+  // A real group named "other" must not collide with the fold.
+  v.processes.push_back(process(14, "other", 100));
+  const auto om = render_openmetrics(v, {.top_n = 2});
+  EXPECT_EQ(count_lines_starting(om, "rssaudit_group_processes{"), 3u) << om;
+  EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"other\"} 1\n"));
+  EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"sshd\"} 2\n"));
+  // bash (3) and cron (1) folded: sums and the larger |drift|.
+  EXPECT_TRUE(contains(
+      om, "rssaudit_group_processes{comm=\"other\",folded=\"true\"} 2\n"));
+  EXPECT_TRUE(contains(
+      om, "rssaudit_group_drift_pages{comm=\"other\",folded=\"true\"} 4\n"));
+  EXPECT_TRUE(contains(om,
+                       "rssaudit_group_largest_drift_pages{comm=\"other\","
+                       "folded=\"true\"} 3\n"));
+  // Per-process series: only the two largest |drift|.
+  EXPECT_EQ(count_lines_starting(om, "rssaudit_process_drift_pages{"), 2u);
+  EXPECT_TRUE(contains(om, "{pid=\"14\",comm=\"other\"} 100\n"));
+  EXPECT_TRUE(contains(om, "{pid=\"11\",comm=\"sshd\"} -40\n"));
+}
+
+TEST(OpenMetrics, NoFoldWhenGroupsFitInTopN) {
+  const auto om = render_openmetrics(sample_view(), {.top_n = 3});
+  EXPECT_FALSE(contains(om, "folded")) << om;
+}
+
+// A process joined mid-life has no absolute exact value: its drift is
+// unknown, so it adds to no drift figure and gets no series of its own,
+// while its group still counts it and its fidelity.
+TEST(OpenMetrics, LeavesOutDriftOfProcessesWithoutAbsoluteValues) {
+  LiveView v = sample_view();
+  LiveProcess joined = process(14, "sshd", 90000);
+  joined.from_zero = false;
+  v.processes.push_back(joined);
+  const std::string text = render_openmetrics(v, MetricsOptions{});
+  EXPECT_TRUE(contains(text, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "rssaudit_group_processes{comm=\"sshd\"} 3\n"));
+  EXPECT_FALSE(contains(text, "pid=\"14\""));
+}
+
+// Exact values known, but a counter not updated since the audit joined:
+// the kernel's side of the drift is partial, so no drift either.
+TEST(OpenMetrics, LeavesOutDriftWhileAKernelCountIsUnknown) {
+  LiveView v = sample_view();
+  LiveProcess partial = process(14, "sshd", -90000);
+  partial.kernel_known = false;
+  v.processes.push_back(partial);
+  const std::string text = render_openmetrics(v, MetricsOptions{});
+  EXPECT_TRUE(contains(text, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"))
+      << text;
+  EXPECT_FALSE(contains(text, "pid=\"14\""));
+}
+
+TEST(OpenMetrics, OmitsBpfCostWhenUnknown) {
+  LiveView v = sample_view();
+  EXPECT_FALSE(contains(render_openmetrics(v, {}), "rssaudit_bpf_event_cost"));
+  v.health.bpf_ns_per_event = 150;
+  EXPECT_TRUE(contains(render_openmetrics(v, {}),
+                       "\nrssaudit_bpf_event_cost_seconds 1.5e-07\n"));
+}
+
+TEST(OpenMetrics, OmitsFidelityWhenNothingWasChecked) {
+  LiveView v = sample_view();
+  v.health.fidelity_checked = 0;
+  v.health.fidelity_matched = 0;
+  for (auto& p : v.processes) p.fidelity_checked = p.fidelity_matched = 0;
+  const auto om = render_openmetrics(v, {});
+  EXPECT_FALSE(contains(om, "fidelity_ratio")) << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_fidelity_checks_total 0\n"));
+}
+
+TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
+  LiveView v = sample_view();
+  v.health.store_error = "disk full";
+  const auto om = render_openmetrics(v, {.version = "0.1.0"});
+  EXPECT_TRUE(contains(om,
+                       "# TYPE rssaudit_events counter\n"
+                       "rssaudit_events_total 12345\n"))
+      << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_ring_drops_total 7\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_ambiguous_updates_total 2\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_events_per_second 250.5\n"));
+  EXPECT_TRUE(contains(om,
+                       "# UNIT rssaudit_lag_seconds seconds\n"
+                       "rssaudit_lag_seconds 0.01\n"));
+  EXPECT_TRUE(contains(om, "# UNIT rssaudit_group_drift_pages pages\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_fidelity_ratio 0.99\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_live_mms 42\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_store_ok 0\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_page_size_bytes 4096\n"));
+  EXPECT_TRUE(contains(om, "# TYPE rssaudit_build info\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_build_info{version=\"0.1.0\"} 1\n"));
+  EXPECT_TRUE(contains(
+      om, "\nrssaudit_host_info{host=\"box\",kernel_release=\"6.1.0\"} 1\n"));
+}
+
+TEST(OpenMetrics, EndsWithOneEofLine) {
+  const auto om = render_openmetrics(sample_view(), {});
+  ASSERT_GE(om.size(), 6u);
+  EXPECT_EQ(om.substr(om.size() - 6), "# EOF\n");
+  EXPECT_EQ(om.find("# EOF"), om.size() - 6);
+}
+
+TEST(PrometheusText, NamesFamiliesAsTheirSamplesWithoutUnitsOrEof) {
+  const auto text = render_prometheus_text(sample_view(), {});
+  EXPECT_TRUE(contains(text,
+                       "# TYPE rssaudit_events_total counter\n"
+                       "rssaudit_events_total 12345\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "# TYPE rssaudit_build_info gauge\n"));
+  EXPECT_FALSE(contains(text, "# UNIT"));
+  EXPECT_FALSE(contains(text, "# EOF"));
+}
+
+TEST(NegotiateFormat, OpenMetricsOnlyWhenAskedForExplicitly) {
+  // What Prometheus 2.42 sends.
+  EXPECT_EQ(negotiate_format("application/openmetrics-text;version=1.0.0,"
+                             "application/openmetrics-text;version=0.0.1;"
+                             "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+            ExpositionFormat::kOpenMetrics);
+  EXPECT_EQ(negotiate_format("Application/OpenMetrics-Text"),
+            ExpositionFormat::kOpenMetrics);
+  EXPECT_EQ(negotiate_format(""), ExpositionFormat::kPrometheusText);
+  EXPECT_EQ(negotiate_format("*/*"), ExpositionFormat::kPrometheusText);
+  EXPECT_EQ(negotiate_format("application/openmetrics-text;q=0"),
+            ExpositionFormat::kPrometheusText);
+  EXPECT_EQ(negotiate_format("text/plain;q=1,"
+                             "application/openmetrics-text;q=0.5"),
+            ExpositionFormat::kPrometheusText);
+  EXPECT_EQ(negotiate_format("application/openmetrics-text;version=2.0.0"),
+            ExpositionFormat::kPrometheusText);
+  EXPECT_EQ(negotiate_format(";;,,q=;;=,"), ExpositionFormat::kPrometheusText);
+}
+
+bool have_promtool() {
+  return std::system("command -v promtool >/dev/null 2>&1") == 0;
+}
+
+// promtool 2.42 lints the text format only; see core/formats/openmetrics.h.
+TEST(PrometheusText, PassesPromtoolCheckMetrics) {
+  if (!have_promtool()) {
+    GTEST_SKIP() << "promtool not found: install the Debian package "
+                    "'prometheus'";
+  }
+  LiveView v = sample_view();
+  v.health.bpf_ns_per_event = 150;
+  v.processes.push_back(process(7, "a\"b\\c\nd e", 9, ""));
+  v.processes.push_back(process(8, "x\xff", -2, "/a b"));
+  for (auto group_by : {GroupBy::kComm, GroupBy::kCgroup}) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("rssaudit-promtool-" + std::to_string(getpid()));
+    std::ofstream(path) << render_prometheus_text(
+        v, {.group_by = group_by, .top_n = 2, .version = "0.1.0"});
+    const auto r =
+        testing::run_command("promtool check metrics < " + path.string());
+    std::filesystem::remove(path);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out + r.err, "");
+  }
+}
+
+}  // namespace
+}  // namespace rssaudit

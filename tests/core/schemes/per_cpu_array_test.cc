@@ -1,0 +1,60 @@
+#include "core/schemes/per_cpu_array.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace rssaudit {
+namespace {
+
+std::vector<uint32_t> allocated_cpus(const PerCpuArray<int>& a) {
+  std::vector<uint32_t> cpus;
+  a.for_each_allocated([&](uint32_t cpu, const int&) { cpus.push_back(cpu); });
+  return cpus;
+}
+
+TEST(PerCpuArray, ReadsTheInitialValueUntilWritten) {
+  PerCpuArray<int> a(384, 7);
+  EXPECT_EQ(a.size(), 384u);
+  EXPECT_EQ(a.get(0), 7);
+  EXPECT_EQ(a.get(383), 7);
+  EXPECT_TRUE(allocated_cpus(a).empty()) << "get() allocates nothing";
+  a.at(200) = 1;
+  EXPECT_EQ(a.get(200), 1);
+  EXPECT_EQ(a.get(199), 7) << "the rest of the chunk starts at the initial";
+  EXPECT_EQ(a.get(0), 7);
+}
+
+TEST(PerCpuArray, AllocatesOnlyTheChunksWritten) {
+  PerCpuArray<int> a(200);  // chunks 0-63, 64-127, 128-191, 192-199
+  a.at(70) = 1;
+  a.at(199) = 2;
+  const std::vector<uint32_t> cpus = allocated_cpus(a);
+  ASSERT_EQ(cpus.size(), 64u + 8u) << "the last chunk stops at CPU 199";
+  EXPECT_EQ(cpus.front(), 64u);
+  EXPECT_EQ(cpus[63], 127u);
+  EXPECT_EQ(cpus[64], 192u);
+  EXPECT_EQ(cpus.back(), 199u);
+}
+
+TEST(PerCpuArray, FillSetsWrittenAndUnwrittenCpus) {
+  PerCpuArray<int> a(130);
+  a.at(5) = 3;
+  a.fill(9);
+  EXPECT_EQ(a.get(5), 9);
+  EXPECT_EQ(a.get(129), 9) << "an unallocated chunk reads the new value";
+  a.at(129) += 1;
+  EXPECT_EQ(a.get(129), 10) << "and is allocated with it";
+  EXPECT_EQ(a.get(128), 9);
+}
+
+TEST(PerCpuArray, FewerCpusThanAChunk) {
+  PerCpuArray<int> a(2);
+  a.at(1) = 4;
+  EXPECT_EQ(allocated_cpus(a), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(a.get(0), 0);
+  EXPECT_EQ(a.get(1), 4);
+}
+
+}  // namespace
+}  // namespace rssaudit

@@ -1,0 +1,3 @@
+// store/ must not use the daemon.
+#pragma once
+#include "daemon/daemon.h"

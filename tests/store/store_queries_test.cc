@@ -1,0 +1,177 @@
+// The read-only queries the CLI's top, show, history and export ask.
+#include "store/store_queries.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/schemes/scheme_set.h"
+#include "store/store.h"
+
+namespace rssaudit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+class StoreQueries : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = fs::temp_directory_path() / "rssaudit-queries-XXXXXX";
+    dir_ = mkdtemp(templ.data());
+    path_ = dir_ / "rssaudit.db";
+    auto store = Store::open(path_, {});
+    ASSERT_TRUE(store.ok()) << store.status.message;
+    Store& s = *store.value;
+    RunInfo run{.host = "h",
+                .kernel_release = "6.1",
+                .nr_cpus = 4,
+                .batch = 32,
+                .page_size = 4096,
+                .rssaudit_version = "0.1.0",
+                .started_ns = 0};
+    run1_ = s.begin_run(run);
+    a_ = s.upsert_process({10, 100}, "a b", "/", 1 * kSecond);
+    b_ = s.upsert_process({20, 200}, "w", "/", 1 * kSecond);
+    for (int64_t t = 1; t <= 4; ++t) {
+      // a drifts by t pages, b by -2t; b's newest sample at 4 s.
+      s.add_sample(sample(a_, t * kSecond, 100 * t, t));
+      s.add_sample(sample(b_, t * kSecond, 50, -2 * t));
+      for (size_t i = 0; i < SchemeSet::kCount; ++i)
+        s.add_model_error(
+            {.process_id = a_,
+             .start_ns = (t - 1) * kSecond,
+             .end_ns = t * kSecond,
+             .scheme = i,
+             .largest_error = t * int64_t(i + 1),
+             .bound = i == 5 ? std::nullopt : std::optional<int64_t>(100 * t),
+             .shared_updates = 1,
+             .bytes_per_mm = 8});
+    }
+    s.end_run(5 * kSecond);
+    ASSERT_TRUE(s.flush().ok());  // the store keeps one run in memory
+    run.started_ns = 10 * kSecond;
+    run2_ = s.begin_run(run);
+    c_ = s.upsert_process({10, 900}, "w", "/", 11 * kSecond);
+    s.add_sample(sample(c_, 11 * kSecond, 10, 0));
+    ASSERT_TRUE(s.flush().ok());
+    auto reader = StoreReader::open_read_only(path_);
+    ASSERT_TRUE(reader.ok()) << reader.status.message;
+    reader_ = std::move(reader.value);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static SampleRow sample(int64_t process, int64_t time_ns, int64_t anon,
+                          int64_t drift) {
+    SampleRow r;
+    r.process_id = process;
+    r.time_ns = time_ns;
+    r.approximate = {0, anon + drift, 0, 0};
+    r.precise = {0, anon, 0, 0};
+    r.exact = r.precise;
+    r.statm_resident = anon;
+    return r;
+  }
+
+  fs::path dir_;
+  std::string path_;
+  int64_t run1_ = 0, run2_ = 0, a_ = 0, b_ = 0, c_ = 0;
+  std::unique_ptr<StoreReader> reader_;
+};
+
+TEST_F(StoreQueries, ProcessWindowsSumUpEachProcessInTheWindow) {
+  auto w = reader_->process_windows(0, 5 * kSecond);
+  ASSERT_TRUE(w.ok()) << w.status.message;
+  ASSERT_EQ(w.value.size(), 2u);
+  const ProcessWindow& a = w.value[0];
+  EXPECT_EQ(a.process.id, a_);
+  EXPECT_EQ(a.process.comm, "a b");
+  EXPECT_EQ(a.page_size, 4096);
+  EXPECT_EQ(a.samples, 4);
+  EXPECT_EQ(a.latest.row.time_ns, 4 * kSecond);
+  EXPECT_EQ(a.latest.drift, 4);
+  EXPECT_EQ(a.worst_drift, 4);
+  EXPECT_EQ(a.worst_at_ns, 4 * kSecond);
+  EXPECT_EQ(a.bound, 400);  // upstream, newest interval in the window
+  const ProcessWindow& b = w.value[1];
+  EXPECT_EQ(b.worst_drift, -8);  // signed, largest magnitude
+  EXPECT_EQ(b.bound, std::nullopt);
+
+  auto early = reader_->process_windows(0, 3 * kSecond);
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early.value[0].samples, 2);
+  EXPECT_EQ(early.value[0].latest.row.time_ns, 2 * kSecond);
+  EXPECT_EQ(early.value[0].bound, 200);
+}
+
+TEST_F(StoreQueries, ProcessesByCommAndSeenInAWindow) {
+  auto w = reader_->processes_with_comm("w");
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w.value.size(), 2u);
+  EXPECT_EQ(w.value[0].id, c_);  // newest first
+  EXPECT_EQ(w.value[1].id, b_);
+  EXPECT_TRUE(reader_->processes_with_comm("a").value.empty());
+  auto seen = reader_->processes_seen(10 * kSecond, 20 * kSecond);
+  ASSERT_TRUE(seen.ok());
+  ASSERT_EQ(seen.value.size(), 1u);
+  EXPECT_EQ(seen.value[0].id, c_);
+}
+
+TEST_F(StoreQueries, LatestSampleAndModelErrors) {
+  auto s = reader_->latest_sample(a_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.value.has_value());
+  EXPECT_EQ(s.value->row.time_ns, 4 * kSecond);
+  EXPECT_FALSE(reader_->latest_sample(9999).value.has_value());
+
+  auto e = reader_->latest_model_errors(a_);
+  ASSERT_TRUE(e.ok()) << e.status.message;
+  ASSERT_EQ(e.value.size(), SchemeSet::kCount);
+  for (size_t i = 0; i < SchemeSet::kCount; ++i) {
+    EXPECT_EQ(e.value[i].scheme, i);
+    EXPECT_EQ(e.value[i].end_ns, 4 * kSecond);
+    EXPECT_EQ(e.value[i].largest_error, 4 * int64_t(i + 1));
+  }
+  EXPECT_EQ(e.value[5].bound, std::nullopt);
+  EXPECT_TRUE(reader_->latest_model_errors(b_).value.empty());
+}
+
+TEST_F(StoreQueries, ModelErrorsOfAProcessOrAllInAWindow) {
+  auto one = reader_->model_errors(a_, 2 * kSecond, 3 * kSecond);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one.value.size(), SchemeSet::kCount);
+  auto all = reader_->model_errors(std::nullopt, 0, 100 * kSecond);
+  EXPECT_EQ(all.value.size(), 4 * SchemeSet::kCount);
+  EXPECT_TRUE(reader_->model_errors(b_, 0, 100 * kSecond).value.empty());
+}
+
+TEST_F(StoreQueries, SchemeErrorsKeepTheBoundOfTheWorstInterval) {
+  auto s = reader_->scheme_errors(0, 3 * kSecond);
+  ASSERT_TRUE(s.ok()) << s.status.message;
+  ASSERT_EQ(s.value.size(), SchemeSet::kCount);
+  EXPECT_EQ(s.value[1].scheme, 1u);
+  EXPECT_EQ(s.value[1].largest_error, 2 * 2);
+  EXPECT_EQ(s.value[1].bound, 200);
+  EXPECT_EQ(s.value[1].intervals, 2);
+  EXPECT_EQ(s.value[5].bound, std::nullopt);
+}
+
+TEST_F(StoreQueries, EverySampleOfAWindowIsVisitedInTimeOrder) {
+  std::vector<int64_t> times;
+  ASSERT_TRUE(reader_
+                  ->for_each_sample(2 * kSecond, 20 * kSecond,
+                                    [&](const StoredSample& s) {
+                                      times.push_back(s.row.time_ns);
+                                    })
+                  .ok());
+  EXPECT_EQ(times.size(), 7u);
+  EXPECT_TRUE(std::is_sorted(times.begin(), times.end()));
+  EXPECT_EQ(reader_->count_samples(2 * kSecond, 20 * kSecond).value, 7);
+  EXPECT_EQ(reader_->count_samples(0, 1).value, 0);
+}
+
+}  // namespace
+}  // namespace rssaudit

@@ -1,0 +1,818 @@
+// The SQLite history store: schema creation and upgrades, round trips, crash
+// safety, full and read-only disks, retention. Tests that mount a tmpfs need
+// root and skip, saying so, without it.
+#include "store/store.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/schemes/scheme_set.h"
+#include "store/store_queries.h"
+
+namespace rssaudit {
+namespace {
+
+namespace fs = std::filesystem;
+using Code = StoreStatus::Code;
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "rssaudit-store-XXXXXX");
+    path_ = mkdtemp(templ.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+// A plain SQLite connection, to look at the file independently of the store.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path, int flags = SQLITE_OPEN_READWRITE) {
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, flags, nullptr), SQLITE_OK)
+        << path;
+  }
+  ~RawDb() { sqlite3_close_v2(db_); }
+  void exec(const std::string& sql) {
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error),
+              SQLITE_OK)
+        << sql << ": " << (error ? error : "");
+    sqlite3_free(error);
+  }
+  std::string text(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr), SQLITE_OK)
+        << sql << ": " << sqlite3_errmsg(db_);
+    std::string out;
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+  int64_t num(const std::string& sql) { return std::stoll(text(sql)); }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+RunInfo test_run(int64_t started_ns = 0) {
+  return RunInfo{.host = "testhost",
+                 .kernel_release = "6.1.0-test",
+                 .nr_cpus = 2,
+                 .batch = 32,
+                 .page_size = 4096,
+                 .rssaudit_version = "0.1.0",
+                 .started_ns = started_ns};
+}
+
+// Deterministic values from `v`; drift = 3 pages, swap left unread.
+SampleRow make_sample(int64_t process_id, int64_t time_ns, int64_t v) {
+  SampleRow r;
+  r.process_id = process_id;
+  r.time_ns = time_ns;
+  r.approximate = {v + 1, v + 2, std::nullopt, v + 3};
+  r.stat_rss = 3 * v + 6;
+  r.precise = {v, v + 1, 0, v + 2};
+  r.statm_resident = 3 * v + 3;
+  r.exact = {v, v + 1, 0, v + 2};
+  r.walk = {std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  r.vm_hwm = 4 * v;
+  r.true_peak = 4 * v + 1;
+  r.threads = 1;
+  return r;
+}
+
+// A database at schema `version` holding one run and `rows`, inserted
+// straight in SQL as an rssauditd of that version wrote them: this build's
+// writer only knows the latest schema.
+void old_database(const std::string& path, int version,
+                  const std::string& rows) {
+  ASSERT_TRUE(Database::create_at_version(path, version).ok());
+  RawDb(path).exec(
+      "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
+      "NULL);" +
+      rows);
+}
+
+std::unique_ptr<Store> open_store(const std::string& path,
+                                  StoreOptions options = {}) {
+  StoreResult<std::unique_ptr<Store>> s = Store::open(path, options);
+  EXPECT_TRUE(s.ok()) << s.status.message;
+  return std::move(s.value);
+}
+
+std::unique_ptr<StoreReader> open_reader(const std::string& path) {
+  StoreResult<std::unique_ptr<StoreReader>> r =
+      StoreReader::open_read_only(path);
+  EXPECT_TRUE(r.ok()) << r.status.message;
+  return std::move(r.value);
+}
+
+int64_t sample_count(const std::string& path) {
+  return RawDb(path, SQLITE_OPEN_READONLY).num("SELECT count(*) FROM samples");
+}
+
+// ---------------------------------------------------------------- schema --
+
+TEST(StoreSchema, FreshDatabaseIsCreatedAtTheLatestVersionInWalMode) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  ASSERT_NE(open_store(path), nullptr);
+  RawDb db(path);
+  EXPECT_EQ(db.num("PRAGMA user_version"), latest_schema_version());
+  EXPECT_EQ(db.text("PRAGMA journal_mode"), "wal");
+  for (const char* table : {"runs", "processes", "samples", "model_errors",
+                            "anomalies", "losses"}) {
+    EXPECT_EQ(db.num(std::string("SELECT count(*) FROM sqlite_schema WHERE "
+                                 "type = 'table' AND name = '") +
+                     table + "'"),
+              1)
+        << table;
+  }
+}
+
+TEST(StoreSchema, EveryEarlierVersionIsUpgradedOnOpen) {
+  for (int version = 0; version < latest_schema_version(); ++version) {
+    SCOPED_TRACE("from version " + std::to_string(version));
+    TempDir dir;
+    const std::string path = dir.file("old.db");
+    ASSERT_TRUE(Database::create_at_version(path, version).ok());
+    ASSERT_EQ(RawDb(path).num("PRAGMA user_version"), version);
+
+    std::unique_ptr<Store> store = open_store(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), latest_schema_version());
+    store->begin_run(test_run());
+    const int64_t p = store->upsert_process({1, 2}, "a", "/", 0);
+    store->add_sample(make_sample(p, 0, 1));
+    ASSERT_TRUE(store->flush().ok());
+    EXPECT_EQ(sample_count(path), 1);
+  }
+}
+
+TEST(StoreSchema, EmptyDatabaseGetsFidelityColumnsAndOnlyTimeIndexes) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  ASSERT_NE(open_store(path), nullptr);
+  RawDb db(path);
+  for (const char* column : {"fidelity_checked", "fidelity_matched"}) {
+    EXPECT_EQ(db.num(std::string("SELECT count(*) FROM pragma_table_info("
+                                 "'samples') WHERE name = '") +
+                     column + "'"),
+              1)
+        << column;
+  }
+  // Ingest appends to these; the per-process indexes of version 1 are gone.
+  EXPECT_EQ(db.text("SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                    "sqlite_schema WHERE type = 'index' AND tbl_name IN "
+                    "('samples', 'model_errors') ORDER BY name)"),
+            "model_errors_by_time,samples_by_time");
+}
+
+// Version 3 wrote the capture's count minus /proc's precise value, read a
+// drain apart; the upgrade recomputes such rows as rss_drift() does now.
+TEST(StoreSchema, VersionThreeDriftIsRecomputedFromValuesOfOneMoment) {
+  TempDir dir;
+  const std::string path = dir.file("v3.db");
+  old_database(
+      path, 3,
+      "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, "
+      "3000, NULL, NULL, NULL);"
+      // Faulting between the drain and the /proc read: 40 pages apart.
+      "INSERT INTO samples (process_id, time_ns, approx_file, approx_anon, "
+      "approx_shmem, stat_rss, precise_file, precise_anon, precise_shmem, "
+      "exact_file, exact_anon, exact_shmem, drift) VALUES "
+      "(1, 1000, 10, 500, 0, 548, 10, 542, 0, 10, 503, 0, -42),"
+      // Joined mid-life: no exact value, so /proc's own pair.
+      "(1, 2000, 10, 500, 0, 548, 10, 542, 0, NULL, NULL, NULL, -42),"
+      // No capture values: stat_rss - precise already, kept.
+      "(1, 3000, NULL, NULL, NULL, 548, 10, 542, 0, NULL, NULL, NULL, -4);");
+  ASSERT_NE(open_store(path), nullptr);
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT group_concat(drift, ',') FROM (SELECT drift FROM "
+                    "samples ORDER BY time_ns)"),
+            "-3,-4,-4");
+}
+
+TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
+  TempDir dir;
+  const std::string path = dir.file("v1.db");
+  old_database(
+      path, 1,
+      "INSERT INTO processes VALUES (1, 1, 10, 100, 'old', '', 1000, 3000, "
+      "NULL, NULL);"
+      "INSERT INTO samples (process_id, time_ns, approx_anon, "
+      "precise_anon, drift) VALUES (1, 1000, 5, 4, 1), (1, 2000, 7, 4, 3);"
+      "INSERT INTO model_errors VALUES (1, 1000, 2000, 'upstream', 9, 62, "
+      "3, 6304);");
+  std::unique_ptr<Store> store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), latest_schema_version());
+  // New rows after the upgrade carry fidelity; ids go on after the old ones.
+  store->begin_run(test_run(5000));
+  const int64_t p = store->upsert_process({10, 900}, "new", "/x", 5000);
+  EXPECT_EQ(p, 2);
+  SampleRow fresh = make_sample(p, 5000, 1);
+  fresh.fidelity_checked = 40;
+  fresh.fidelity_matched = 39;
+  store->add_sample(fresh);
+  ASSERT_TRUE(store->flush().ok());
+  store.reset();
+
+  std::unique_ptr<StoreReader> reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto old_rows = reader->process_history(1, 0, 10'000);
+  ASSERT_TRUE(old_rows.ok()) << old_rows.status.message;
+  ASSERT_EQ(old_rows.value.size(), 2u);
+  EXPECT_EQ(old_rows.value[1].row.approximate[kAnonPages], 7);
+  EXPECT_EQ(old_rows.value[1].drift, 3);
+  for (const StoredSample& s : old_rows.value) {
+    EXPECT_EQ(s.row.fidelity_checked, std::nullopt);  // not measured
+    EXPECT_EQ(s.row.fidelity_matched, std::nullopt);
+  }
+  auto latest = reader->latest_sample(p);
+  ASSERT_TRUE(latest.ok() && latest.value) << latest.status.message;
+  EXPECT_EQ(latest.value->row, fresh);
+  auto errors = reader->latest_model_errors(1);
+  ASSERT_TRUE(errors.ok()) << errors.status.message;
+  ASSERT_EQ(errors.value.size(), 1u);
+  EXPECT_EQ(errors.value[0].largest_error, 9);
+}
+
+TEST(StoreSchema, VersionZeroHoldingOtherTablesIsRefusedAndLeftUntouched) {
+  TempDir dir;
+  const std::string path = dir.file("other.db");
+  RawDb(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+      .exec("CREATE TABLE leftover (x); INSERT INTO leftover VALUES (1)");
+
+  StoreResult<std::unique_ptr<Store>> s = Store::open(path, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status.code, Code::kForeign);
+  EXPECT_NE(s.status.message.find(path), std::string::npos);
+  EXPECT_NE(s.status.message.find("not an rssaudit database"),
+            std::string::npos)
+      << s.status.message;
+  RawDb db(path);
+  EXPECT_EQ(db.num("SELECT count(*) FROM leftover"), 1);
+  EXPECT_EQ(db.num("SELECT count(*) FROM sqlite_schema"), 1);
+  EXPECT_EQ(db.num("PRAGMA user_version"), 0);
+}
+
+TEST(StoreSchema, DatabaseFromTheFutureIsRefusedNamingBothVersions) {
+  TempDir dir;
+  const std::string path = dir.file("future.db");
+  ASSERT_NE(open_store(path), nullptr);
+  const int future = latest_schema_version() + 1;
+  RawDb(path).exec("PRAGMA user_version = " + std::to_string(future));
+
+  const std::string versions = "schema version " + std::to_string(future) +
+                               " is newer than this rssaudit build supports (" +
+                               std::to_string(latest_schema_version()) + ")";
+  StoreResult<std::unique_ptr<Store>> s = Store::open(path, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status.code, Code::kVersion);
+  EXPECT_EQ(s.status.message.find(path), 0u) << s.status.message;
+  EXPECT_NE(s.status.message.find(versions), std::string::npos)
+      << s.status.message;
+
+  StoreResult<std::unique_ptr<StoreReader>> r =
+      StoreReader::open_read_only(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status.message.find(versions), std::string::npos)
+      << r.status.message;
+  EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), future);
+}
+
+TEST(StoreSchema, ReaderRefusesAnOlderSchemaInsteadOfUpgradingIt) {
+  TempDir dir;
+  const std::string path = dir.file("empty.db");
+  ASSERT_TRUE(Database::create_at_version(path, 0).ok());
+  StoreResult<std::unique_ptr<StoreReader>> r =
+      StoreReader::open_read_only(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status.code, Code::kVersion);
+  EXPECT_NE(r.status.message.find(path), std::string::npos);
+  EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), 0);
+}
+
+TEST(StoreSchema, SecondWriterOnTheSameDatabaseIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> first = open_store(path);
+  StoreResult<std::unique_ptr<Store>> second = Store::open(path, {});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status.code, Code::kBusy);
+  EXPECT_NE(second.status.message.find("another rssauditd"), std::string::npos);
+  first.reset();
+  EXPECT_NE(open_store(path), nullptr);
+}
+
+// ------------------------------------------------------------ round trip --
+
+// Drift compares two values of one moment: the capture's pair, else
+// /proc's, never one of each (read a drain apart).
+TEST(StoreRows, DriftComparesValuesOfOneMoment) {
+  SampleRow r;
+  r.approximate = {100, 500, 0, 0};  // the kernel's count, from BPF
+  r.exact = {101, 504, 0, 0};        // the same record's exact sum
+  r.stat_rss = 640;                  // read later, the process still faulting
+  r.precise = {101, 542, 0, 0};
+  EXPECT_EQ(rss_drift(r), 600 - 605);
+  r.exact[kFilePages].reset();  // not known (joined mid-life, no resync)
+  EXPECT_EQ(rss_drift(r), 640 - 643);
+  r.stat_rss.reset();
+  EXPECT_EQ(rss_drift(r), std::nullopt);
+}
+
+TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  const int64_t run = store->begin_run(test_run(10 * kSecond));
+  const std::string hostile = "a b) (c\nd";
+  const int64_t p = store->upsert_process({42, 1000}, hostile, "/sys/x", 11);
+  EXPECT_EQ(store->upsert_process({42, 1000}, hostile, "/sys/x", 20 * kSecond),
+            p);
+
+  std::vector<SampleRow> rows = {make_sample(p, 11 * kSecond, 10),
+                                 make_sample(p, 12 * kSecond, 20)};
+  rows[1].exact[kAnonPages].reset();  // drift falls back on /proc
+  rows[1].walk = {1, 2, 3, 4};
+  rows[1].walk_rss = 7;
+  for (const SampleRow& r : rows) store->add_sample(r);
+  for (size_t i = 0; i < SchemeSet::kCount; ++i) {
+    store->add_model_error(
+        {.process_id = p,
+         .start_ns = 11 * kSecond,
+         .end_ns = 12 * kSecond,
+         .scheme = i,
+         .largest_error = static_cast<int64_t>(i),
+         .bound = i == 0 ? std::nullopt : std::optional<int64_t>(64),
+         .shared_updates = 5,
+         .bytes_per_mm = 128});
+  }
+  store->add_anomaly({p, 12 * kSecond, "exit_residue", "3 pages"});
+  store->add_anomaly({std::nullopt, 13 * kSecond, "resync", "ring drops"});
+  store->add_loss({.time_ns = 13 * kSecond,
+                   .ring_drops = 7,
+                   .unreadable_files = 2,
+                   .ambiguous_events = 1});
+  store->record_exit(p, 14 * kSecond, 3, 5000);
+  // The mm an exec left, ended in the same flush: the larger peak stays.
+  store->record_exit(p, 14 * kSecond, 3, 200);
+  store->end_run(15 * kSecond);
+  EXPECT_EQ(store->pending_rows(), 2 + SchemeSet::kCount + 2 + 1);
+  ASSERT_TRUE(store->flush().ok());
+  EXPECT_EQ(store->pending_rows(), 0u);
+  store.reset();
+
+  std::unique_ptr<StoreReader> reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto runs = reader->list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs.value.size(), 1u);
+  EXPECT_EQ(runs.value[0].id, run);
+  EXPECT_EQ(runs.value[0].info.kernel_release, "6.1.0-test");
+  EXPECT_EQ(runs.value[0].info.batch, 32);
+  EXPECT_EQ(runs.value[0].ended_ns, 15 * kSecond);
+  EXPECT_EQ(runs.value[0].processes, 1);
+
+  auto procs = reader->processes_with_pid(42);
+  ASSERT_TRUE(procs.ok());
+  ASSERT_EQ(procs.value.size(), 1u);
+  const ProcessSummary& proc = procs.value[0];
+  EXPECT_EQ(proc.comm, hostile);
+  EXPECT_EQ(proc.identity, (ProcessIdentity{42, 1000}));
+  EXPECT_EQ(proc.first_seen_ns, 11);
+  EXPECT_EQ(proc.last_seen_ns, 20 * kSecond);
+  EXPECT_EQ(proc.exit_ns, 14 * kSecond);
+  EXPECT_EQ(proc.exit_residue, 3);
+  EXPECT_EQ(proc.true_peak, 5000);
+
+  auto history = reader->process_history(p, 0, 100 * kSecond);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history.value.size(), 2u);
+  EXPECT_EQ(history.value[0].row, rows[0]);
+  EXPECT_EQ(history.value[1].row, rows[1]);
+  EXPECT_EQ(history.value[0].drift, 3);        // (11+12+13) - (10+11+12)
+  EXPECT_EQ(history.value[1].drift, 66 - 63);  // stat_rss - precise
+
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT group_concat(scheme, ',') FROM (SELECT scheme "
+                    "FROM model_errors ORDER BY largest_error)"),
+            [] {
+              std::string names;
+              for (std::string_view n : SchemeSet::kNames) {
+                names += (names.empty() ? "" : ",") + std::string(n);
+              }
+              return names;
+            }());
+  EXPECT_EQ(db.num("SELECT count(*) FROM model_errors WHERE bound IS NULL"), 1);
+  EXPECT_EQ(db.text("SELECT group_concat(kind || ':' || "
+                    "coalesce(process_id, 'none'), ',') FROM anomalies"),
+            "exit_residue:" + std::to_string(p) + ",resync:none");
+  EXPECT_EQ(db.text("SELECT ring_drops || ',' || unreadable_files || ',' || "
+                    "ambiguous_events || ',' || store_dropped FROM losses"),
+            "7,2,1,0");
+}
+
+TEST(StoreRoundTrip, SamePidWithTwoStartTimesIsTwoProcesses) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t first = store->upsert_process({7, 100}, "old", "/", 1);
+  const int64_t second = store->upsert_process({7, 900}, "new", "/", 2);
+  EXPECT_NE(first, second);
+  store->add_sample(make_sample(first, 1, 1));
+  store->add_sample(make_sample(second, 2, 2));
+  ASSERT_TRUE(store->flush().ok());
+
+  std::unique_ptr<StoreReader> reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto procs = reader->processes_with_pid(7);
+  ASSERT_TRUE(procs.ok());
+  ASSERT_EQ(procs.value.size(), 2u);
+  EXPECT_EQ(procs.value[0].comm, "new");
+  EXPECT_EQ(procs.value[0].identity.start_ticks, 900u);
+  EXPECT_EQ(procs.value[1].comm, "old");
+}
+
+TEST(StoreRoundTrip, ProcessIdsContinueAcrossRuns) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  int64_t first_run_id = 0;
+  int64_t first_process = 0;
+  {
+    std::unique_ptr<Store> store = open_store(path);
+    first_run_id = store->begin_run(test_run());
+    first_process = store->upsert_process({1, 1}, "a", "/", 1);
+    ASSERT_TRUE(store->flush().ok());
+  }
+  std::unique_ptr<Store> store = open_store(path);
+  EXPECT_GT(store->begin_run(test_run()), first_run_id);
+  // The same identity seen by a later run is that run's own row.
+  EXPECT_GT(store->upsert_process({1, 1}, "a", "/", 2), first_process);
+  ASSERT_TRUE(store->flush().ok());
+  EXPECT_EQ(RawDb(path).num("SELECT count(*) FROM processes"), 2);
+}
+
+TEST(StoreRoundTrip, TopDriftRanksProcessesByLargestDriftInTheWindow) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t small = store->upsert_process({1, 1}, "small", "/", 0);
+  const int64_t large = store->upsert_process({2, 1}, "large", "/", 0);
+  const int64_t outside = store->upsert_process({3, 1}, "outside", "/", 0);
+  auto with_drift = [](int64_t p, int64_t t, int64_t drift) {
+    SampleRow r = make_sample(p, t, 100);
+    r.approximate = {100 + drift, 100, 0, 100};
+    r.precise = {100, 100, 0, 100};
+    r.exact = r.precise;
+    return r;
+  };
+  store->add_sample(with_drift(small, 10, 5));
+  store->add_sample(with_drift(small, 11, -8));
+  store->add_sample(with_drift(large, 12, -40));
+  store->add_sample(with_drift(large, 13, 20));
+  store->add_sample(with_drift(outside, 50, 1000));
+  ASSERT_TRUE(store->flush().ok());
+
+  std::unique_ptr<StoreReader> reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto top = reader->top_drift(10, 50, 10);
+  ASSERT_TRUE(top.ok()) << top.status.message;
+  ASSERT_EQ(top.value.size(), 2u);
+  EXPECT_EQ(top.value[0].process.comm, "large");
+  EXPECT_EQ(top.value[0].drift_pages, -40);
+  EXPECT_EQ(top.value[0].drift_bytes, -40 * 4096);
+  EXPECT_EQ(top.value[0].at_ns, 12);
+  EXPECT_EQ(top.value[0].samples, 2);
+  EXPECT_EQ(top.value[1].process.comm, "small");
+  EXPECT_EQ(top.value[1].drift_pages, -8);
+}
+
+// ----------------------------------------------------------- crash safety --
+
+// A child writes batches of kCrashBatch samples, acknowledging each flush on a
+// pipe, until SIGKILL. Sample i of batch b of round r is at time
+// r * kCrashRound + b * kCrashStride + i.
+constexpr int kCrashBatch = 2000;
+constexpr int64_t kCrashStride = 10'000;
+constexpr int64_t kCrashRound = 1'000'000'000;
+
+[[noreturn]] void write_batches_until_killed(const std::string& path, int round,
+                                             int ack_fd) {
+  StoreResult<std::unique_ptr<Store>> store = Store::open(path, {});
+  if (!store.ok()) _exit(2);
+  store.value->begin_run(test_run());
+  const int64_t p = store.value->upsert_process(
+      {static_cast<uint32_t>(round), 1}, "writer", "/", 0);
+  for (int64_t batch = 0;; ++batch) {
+    for (int i = 0; i < kCrashBatch; ++i) {
+      store.value->add_sample(
+          make_sample(p, round * kCrashRound + batch * kCrashStride + i, i));
+    }
+    if (!store.value->flush().ok()) _exit(3);
+    if (write(ack_fd, &batch, sizeof batch) != sizeof batch) _exit(4);
+  }
+}
+
+TEST(StoreCrash, KilledMidWriteReopensCleanlyLosingAtMostTheLastBatch) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  for (int round = 1; round <= 5; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    int ack[2];
+    ASSERT_EQ(pipe(ack), 0);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(ack[0]);
+      write_batches_until_killed(path, round, ack[1]);
+    }
+    close(ack[1]);
+    int64_t acked = -1;
+    int64_t batch;
+    while (acked < 10 * round && read(ack[0], &batch, sizeof batch) > 0) {
+      acked = batch;
+    }
+    // Vary the moment of the kill within the next batch's write.
+    usleep(static_cast<useconds_t>(round * 2300));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    while (read(ack[0], &batch, sizeof batch) > 0) acked = batch;
+    close(ack[0]);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited " << status;
+    ASSERT_GE(acked, 10 * round);
+
+    ASSERT_NE(open_store(path), nullptr);
+    RawDb db(path);
+    EXPECT_EQ(db.text("PRAGMA integrity_check"), "ok");
+    const std::string batches = fmt::format(
+        "SELECT (time_ns % {0}) / {1} AS b, count(*) AS n FROM samples "
+        "WHERE time_ns / {0} = {2} GROUP BY b",
+        kCrashRound, kCrashStride, round);
+    // Every acknowledged batch, at most one more, and no partial batch.
+    EXPECT_EQ(db.num("SELECT count(*) FROM (" + batches +
+                     ") WHERE n != " + std::to_string(kCrashBatch)),
+              0);
+    const int64_t stored = db.num("SELECT count(*) FROM (" + batches + ")");
+    const int64_t last = db.num("SELECT max(b) FROM (" + batches + ")");
+    EXPECT_EQ(stored, last + 1);
+    EXPECT_GE(last, acked);
+    EXPECT_LE(last, acked + 1);
+  }
+}
+
+// ------------------------------------------------------ full, read-only --
+
+// A tmpfs of 256 KiB mounted on a temporary directory: a disk that fills.
+class SmallDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
+    if (mount("rssaudit-test", dir_.path().c_str(), "tmpfs", 0, "size=256k") !=
+        0) {
+      GTEST_SKIP() << "cannot mount a tmpfs on " << dir_.path() << ": "
+                   << std::strerror(errno);
+    }
+    mounted_ = true;
+    path_ = dir_.file("rssaudit.db");
+  }
+  void TearDown() override {
+    if (mounted_) umount2(dir_.path().c_str(), MNT_DETACH);
+  }
+
+  // Writes a file until the file system is full.
+  void fill() {
+    std::ofstream filler(dir_.file("filler"), std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size()) && filler.flush()) {
+    }
+  }
+  bool remount(const char* options, unsigned long flags = 0) {
+    return mount("rssaudit-test", dir_.path().c_str(), "tmpfs",
+                 MS_REMOUNT | flags, options) == 0;
+  }
+
+  TempDir dir_;
+  bool mounted_ = false;
+  std::string path_;
+};
+
+TEST_F(SmallDisk, FullDiskIsAClearErrorAndTheKeptBatchIsWrittenOnceFreed) {
+  std::unique_ptr<Store> store = open_store(path_);
+  ASSERT_NE(store, nullptr);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+  for (int i = 0; i < 100; ++i) store->add_sample(make_sample(p, i, i));
+  ASSERT_TRUE(store->flush().ok());
+
+  fill();
+  for (int i = 100; i < 3100; ++i) store->add_sample(make_sample(p, i, i));
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const StoreStatus s = store->flush();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code, Code::kFull) << s.message;
+    EXPECT_EQ(s.message.find(path_), 0u) << s.message;
+    EXPECT_NE(s.message.find("full"), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("kept"), std::string::npos) << s.message;
+  }
+  EXPECT_EQ(store->pending_rows(), 3000u);
+  EXPECT_EQ(store->dropped_rows(), 0u);
+  EXPECT_EQ(sample_count(path_), 100);  // nothing stored was lost
+
+  ASSERT_TRUE(remount("size=4m")) << std::strerror(errno);
+  const StoreStatus s = store->flush();
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(store->pending_rows(), 0u);
+  store.reset();
+
+  ASSERT_NE(open_store(path_), nullptr);
+  RawDb db(path_);
+  EXPECT_EQ(db.text("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(db.num("SELECT count(*) FROM samples"), 3100);
+  EXPECT_EQ(db.num("SELECT count(DISTINCT time_ns) FROM samples"), 3100);
+  EXPECT_EQ(db.num("SELECT total(store_dropped) FROM losses"), 0);
+}
+
+TEST_F(SmallDisk, LongFailuresDropTheOldestRowsAndRecordTheLoss) {
+  std::unique_ptr<Store> store = open_store(path_, {.max_pending_rows = 500});
+  ASSERT_NE(store, nullptr);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+  ASSERT_TRUE(store->flush().ok());
+
+  fill();
+  for (int i = 0; i < 800; ++i) {
+    store->add_sample(make_sample(p, i, i));
+    if (i % 100 == 99) {
+      EXPECT_FALSE(store->flush().ok());
+    }
+  }
+  EXPECT_EQ(store->pending_rows(), 500u);
+  EXPECT_EQ(store->dropped_rows(), 300u);
+
+  ASSERT_TRUE(remount("size=4m")) << std::strerror(errno);
+  ASSERT_TRUE(store->flush().ok());
+  RawDb db(path_);
+  EXPECT_EQ(db.num("SELECT min(time_ns) FROM samples"), 300);  // newest kept
+  EXPECT_EQ(db.num("SELECT count(*) FROM samples"), 500);
+  EXPECT_EQ(db.num("SELECT total(store_dropped) FROM losses"), 300);
+}
+
+TEST_F(SmallDisk, ReadOnlyMountIsRefusedClearlyAndStaysReadable) {
+  {
+    std::unique_ptr<Store> store = open_store(path_);
+    ASSERT_NE(store, nullptr);
+    store->begin_run(test_run());
+    store->add_sample(
+        make_sample(store->upsert_process({1, 1}, "a", "/", 0), 5, 5));
+    ASSERT_TRUE(store->flush().ok());
+  }
+  ASSERT_TRUE(remount("size=256k", MS_RDONLY)) << std::strerror(errno);
+
+  StoreResult<std::unique_ptr<Store>> s = Store::open(path_, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status.code, Code::kReadOnly);
+  EXPECT_EQ(s.status.message.find(path_), 0u) << s.status.message;
+  EXPECT_NE(s.status.message.find("Read-only"), std::string::npos)
+      << s.status.message;
+  // The CLI still reads it.
+  std::unique_ptr<StoreReader> reader = open_reader(path_);
+  ASSERT_NE(reader, nullptr);
+  auto runs = reader->list_runs();
+  ASSERT_TRUE(runs.ok()) << runs.status.message;
+  EXPECT_EQ(runs.value.size(), 1u);
+}
+
+TEST(StoreReadOnly, ReadOnlyFileIsRefusedClearly) {
+  if (geteuid() == 0) {
+    GTEST_SKIP() << "root writes files whatever their mode; "
+                    "SmallDisk.ReadOnlyMount covers root";
+  }
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  ASSERT_NE(open_store(path), nullptr);
+  ASSERT_EQ(chmod(path.c_str(), 0444), 0);
+  StoreResult<std::unique_ptr<Store>> s = Store::open(path, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status.code, Code::kReadOnly);
+  EXPECT_EQ(s.status.message.find(path), 0u) << s.status.message;
+}
+
+// -------------------------------------------------------------- retention --
+
+TEST(StoreRetention, ByAgeDeletesExactlyTheRowsOlderThanTheCutoff) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t gone = store->upsert_process({1, 1}, "gone", "/", 0);
+  const int64_t alive = store->upsert_process({2, 1}, "alive", "/", 0);
+  for (int64_t t = 0; t < 1000; ++t) {
+    if (t < 300) {
+      store->upsert_process({1, 1}, "gone", "/", t * kSecond);
+      store->add_sample(make_sample(gone, t * kSecond, t));
+    }
+    store->upsert_process({2, 1}, "alive", "/", t * kSecond);
+    store->add_sample(make_sample(alive, t * kSecond, t));
+    store->add_model_error({.process_id = alive, .end_ns = t * kSecond});
+    store->add_loss({.time_ns = t * kSecond});
+  }
+  store->add_anomaly({gone, 100 * kSecond, "old", ""});
+  ASSERT_TRUE(store->flush().ok());
+
+  using std::chrono::seconds;
+  ASSERT_TRUE(
+      store->apply_retention({.max_age = seconds(500)}, 1000 * kSecond).ok());
+  RawDb db(path);
+  EXPECT_EQ(db.num("SELECT count(*) FROM samples"), 500);
+  EXPECT_EQ(db.num("SELECT min(time_ns) FROM samples"), 500 * kSecond);
+  EXPECT_EQ(db.num("SELECT count(*) FROM model_errors"), 500);
+  EXPECT_EQ(db.num("SELECT count(*) FROM losses"), 500);
+  EXPECT_EQ(db.num("SELECT count(*) FROM anomalies"), 0);
+  EXPECT_EQ(db.text("SELECT group_concat(comm) FROM processes"), "alive");
+  EXPECT_EQ(db.num("SELECT count(*) FROM runs"), 1);  // the current run
+
+  // The evicted process comes back as a new row when seen again.
+  const int64_t again = store->upsert_process({1, 1}, "gone", "/", 1001);
+  EXPECT_NE(again, gone);
+  store->add_sample(make_sample(again, 1001 * kSecond, 1));
+  ASSERT_TRUE(store->flush().ok());
+  EXPECT_EQ(db.num("SELECT count(*) FROM processes"), 2);
+}
+
+TEST(StoreRetention, BySizeKeepsTheNewestRowsWithinTheBudget) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+  constexpr int64_t kRows = 40000;
+  for (int64_t t = 0; t < kRows; ++t) {
+    store->add_sample(make_sample(p, t, t));
+    if (t % 10000 == 9999) {
+      ASSERT_TRUE(store->flush().ok());
+    }
+  }
+  auto data_bytes = [&] {
+    RawDb db(path, SQLITE_OPEN_READONLY);
+    return db.num(
+        "SELECT (page_count - freelist_count) * page_size FROM "
+        "pragma_page_count, pragma_freelist_count, pragma_page_size");
+  };
+  const int64_t full = data_bytes();
+  EXPECT_EQ(sample_count(path), kRows);
+
+  const uint64_t budget = full / 2;
+  ASSERT_TRUE(store->apply_retention({.max_bytes = budget}, 0).ok());
+  EXPECT_LE(data_bytes(), budget);
+  // The freed pages are reused before the file grows.
+  const uint64_t size = fs::file_size(path);
+  for (int64_t t = kRows; t < kRows + 1000; ++t) {
+    store->add_sample(make_sample(p, t, t));
+  }
+  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->apply_retention({}, 0).ok());  // checkpoints only
+  EXPECT_EQ(fs::file_size(path), size);
+  RawDb db(path);
+  const int64_t kept = db.num("SELECT count(*) FROM samples");
+  EXPECT_GT(kept, kRows / 4);
+  EXPECT_LT(kept, kRows);
+  EXPECT_EQ(db.num("SELECT max(time_ns) FROM samples"), kRows + 999);
+  EXPECT_EQ(db.num("SELECT min(time_ns) FROM samples"), kRows + 1000 - kept);
+  EXPECT_EQ(db.text("PRAGMA integrity_check"), "ok");
+}
+
+}  // namespace
+}  // namespace rssaudit
