@@ -153,7 +153,7 @@ lost:
 }
 
 /* Publishes the record of a claim. Nothing wakes user space, which polls on
- * a timer (a wake-up per record costs ~20x the record itself, KERNEL.md).
+ * a timer (a wake-up per record costs ~20x the record, docs/kernel.md).
  * The record's writes must be visible before the new head. x86 makes stores
  * visible in program order and its JIT emits plain moves, so there a compiler
  * barrier is enough; elsewhere an atomic add orders them. */

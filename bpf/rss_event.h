@@ -65,7 +65,7 @@ struct rss_event {
  * a tracepoint) and read by the daemon. One global sequence number orders
  * the records of all CPUs. A BPF ring buffer (a lock with interrupts off
  * and an atomic exchange on a cold header per record) cost 36-134 ns more
- * per record here (README "Benchmarks"). */
+ * per record here (docs/kernel.md). */
 struct rss_slot {
   __u64 seq; /* taken after the checks: every seq has exactly one record */
   struct rss_event event;

@@ -1,6 +1,6 @@
 /* tp_btf/rss_stat: one record per mm->rss_stat[member] update, with the
  * counter's `count` and this CPU's slot as they are right after the add. The
- * daemon recovers each update's exact delta from the slots (KERNEL.md). */
+ * daemon recovers each update's exact delta from the slots (docs/kernel.md). */
 #include "capture.bpf.h"
 
 /* A one-element per-CPU array whose element addresses reveal the per-CPU

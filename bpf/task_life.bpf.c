@@ -10,7 +10,7 @@
  * - kRusageQuery (the sync_query model folds before rusage/taskstats is
  *   read) has no tracepoint: getrusage, wait4 and taskstats readers could
  *   only be hooked by kprobes or fentry, which do not load here
- *   (KERNEL.md). Live, sync_query folds at exit only.
+ *   (docs/kernel.md). Live, sync_query folds at exit only.
  * Simulations and workloads still produce both. */
 #include "capture.bpf.h"
 

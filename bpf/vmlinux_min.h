@@ -45,7 +45,7 @@ typedef struct {
 } atomic_long_t;
 
 /* lib/percpu_counter.c; `counters` is a per-CPU offset, not a pointer the
- * verifier lets us follow (see KERNEL.md). */
+ * verifier lets us follow (see docs/kernel.md). */
 struct percpu_counter {
   s64 count;
   s32* counters;

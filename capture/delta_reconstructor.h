@@ -3,7 +3,7 @@
 // plus life-cycle events. Pure logic: no syscalls, no clock, so synthetic
 // record sequences test it.
 //
-// The method (KERNEL.md): a slot changes only on its own CPU, right before
+// The method (docs/kernel.md): a slot changes only on its own CPU, right before
 // the record of that change. Per (mm, member, cpu) the last slot is known,
 // so a non-zero slot gives delta = slot_after - slot_before. A slot back at
 // zero either folded into `count` or returned to zero; the change of `count`
@@ -16,7 +16,7 @@
 // existed before the capture (or any mm after a capture loss) does not:
 // the slots of CPUs it has not updated on since are unknown, and so is its
 // value. It is resynchronised from a precise value the kernel computes
-// itself, /proc/PID/status (count + every slot, KERNEL.md), read by the
+// itself, /proc/PID/status (count + every slot, docs/kernel.md), read by the
 // daemon (capture/mm_resync.h) at a moment the stream proves quiescent: no
 // record of the mm, nor an exec or exit of its owner, around the read. Why
 // /proc and not a BPF read of every slot at the mm's first update: it adds

@@ -1,4 +1,4 @@
-// Exit codes shared by every subcommand (PRODUCT.md): 0 ok, 1 failure,
+// Exit codes shared by every subcommand (README.md): 0 ok, 1 failure,
 // 2 usage error. Subcommands throw; main() maps the exception to the code.
 #pragma once
 

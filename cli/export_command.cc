@@ -51,9 +51,8 @@ Cell cell(const std::optional<int64_t>& v) {
   return v ? Cell(*v) : Cell(std::monostate{});
 }
 
-// The exported columns of a sample, in order (README.md, "Export
-// columns"): CSV and JSON share this one list. The names do not depend on
-// the values.
+// The exported columns of a sample, in order (docs/export-columns.md):
+// CSV and JSON share this one list. The names do not depend on the values.
 std::vector<std::pair<std::string, Cell>> sample_cells(const ProcessSummary& p,
                                                        int64_t page_size,
                                                        const StoredSample& s) {

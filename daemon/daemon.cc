@@ -1,5 +1,5 @@
 // The daemon polls the capture's streams on a timer: the BPF side never wakes
-// it (wake-ups cost 3.5 us per event, KERNEL.md), and the period adapts to the
+// it (wake-ups cost 3.5 us per event, docs/kernel.md); the period adapts to the
 // rate (capture/poll_pacing.h). Everything runs on one Boost.Asio thread, so no
 // state here needs a lock.
 #include "daemon/daemon.h"

@@ -1,4 +1,4 @@
-// The control socket's protocol (README "Control socket"): one JSON object
+// The control socket's protocol (docs/control-socket.md): one JSON object
 // per line each way, one response per request, in order.
 //
 //   {"request":"health"}

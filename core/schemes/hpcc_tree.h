@@ -1,5 +1,5 @@
 // Scheme 2: the Hierarchical Per-CPU Counter tree with lazy activation (HPCC,
-// v23 RFC), COUNTERS.md section 2. Per-CPU slots carry, with hysteresis, into
+// v23 RFC), docs/counters.md scheme 2. Per-CPU slots carry with hysteresis into
 // a tree of intermediate items and a root; a single-threaded mm keeps only
 // two exact biases until a second thread activates the tree.
 #pragma once
@@ -17,7 +17,7 @@
 namespace rssaudit {
 
 // Fan-outs from the per-CPU level to the root: `t.hpcc_shape` when set, else
-// derived from nr_cpus rounded up to a power of two by the COUNTERS.md rules.
+// derived from nr_cpus rounded up to a power of two (docs/counters.md).
 std::vector<uint32_t> hpcc_shape(const Topology& t);
 
 // Largest |approximate - precise| of an activated tree, per member, in pages:

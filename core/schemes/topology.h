@@ -21,7 +21,7 @@ struct Topology {
   int32_t upstream_batch = 32;
   int32_t hpcc_batch = kHpccDefaultBatch;
   // HPCC fan-outs from the per-CPU level to the root; empty = derived from
-  // nr_cpus by the rules of COUNTERS.md.
+  // nr_cpus by the rules of docs/counters.md.
   std::vector<uint32_t> hpcc_shape;
 
   static Topology for_cpus(uint32_t nr_cpus);

@@ -89,7 +89,7 @@ TEST(CheckCli, SaysWhetherReadFaultsMapTheZeroPage) {
       << human.out;
 }
 
-// This project's machines (KERNEL.md): Linux 6.18 with BTF, tests as root.
+// This project's machines (docs/kernel.md): Linux 6.18 with BTF, tests as root.
 TEST(CheckCli, RootOnThisKernelCanCapture) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
   if (!std::filesystem::exists("/sys/kernel/btf/vmlinux"))

@@ -1,5 +1,5 @@
 // Drives a scheme with a stream and checks, after every update, what
-// COUNTERS.md promises of every scheme: the approximate read stays within
+// docs/counters.md promises of every scheme: the approximate read stays within
 // the bound of the exact sum, and the precise read equals the exact sum.
 #pragma once
 
