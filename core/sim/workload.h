@@ -35,10 +35,10 @@ template <class Sink>
 class WorkloadGenerator {
  public:
   WorkloadGenerator(const WorkloadParams& p, uint32_t nr_cpus, Sink& sink)
-      : p_(p), nr_cpus_(nr_cpus), sink_(sink), rng_(p.seed) {}
+      : params_(p), nr_cpus_(nr_cpus), sink_(sink), rng_(p.seed) {}
 
   void run() {
-    switch (p_.kind) {
+    switch (params_.kind) {
       case WorkloadKind::kHop:
         return hop();
       case WorkloadKind::kThreads:
@@ -61,7 +61,7 @@ class WorkloadGenerator {
   uint32_t random_below(uint32_t n) {
     return std::uniform_int_distribution<uint32_t>(0, n - 1)(rng_);
   }
-  bool done() const { return emitted_ >= p_.updates; }
+  bool done() const { return emitted_ >= params_.updates; }
 
   void update(const Task& t, int32_t delta, uint8_t member, uint8_t flags) {
     Update u;
@@ -130,7 +130,7 @@ class WorkloadGenerator {
   // is cloned. oscillate: each thread maps and unmaps one page in turn, so
   // its counters go back and forth around a value instead of drifting.
   void threads(bool oscillate) {
-    const uint32_t n = p_.threads ? std::min(p_.threads, nr_cpus_)
+    const uint32_t n = params_.threads ? std::min(params_.threads, nr_cpus_)
                                   : std::min(nr_cpus_, kDefaultThreads);
     std::vector<Task> tasks;
     for (uint32_t i = 0; i < n; ++i)
@@ -190,7 +190,7 @@ class WorkloadGenerator {
              /*flags=*/0);
   }
 
-  const WorkloadParams& p_;
+  const WorkloadParams& params_;
   const uint32_t nr_cpus_;
   Sink& sink_;
   std::mt19937_64 rng_;
