@@ -4,15 +4,15 @@
 # tp_btf/rss_stat program (`floor`: the hook's dispatch, what any capture
 # on it pays), one ring-buffer record per update and nothing else (`ring`:
 # what any capture streaming every update through a BPF ring pays), the
-# same record into per-CPU slots of an array (`pcpu`: a transport's floor,
-# not adopted), rssauditd's capture, and the bpftrace one-liner
+# same record into per-CPU slots of an array (`pcpu`: the floor of the
+# per-CPU streams rssauditd uses), rssauditd's capture, and the bpftrace one-liner
 # `tracepoint:kmem:rss_stat { @ = count(); }`.
 # Each is started by its owner (bench/tp_floor, rssauditd on CPU 1,
 # bpftrace), then bench/attach_toggle takes its program over and attaches
 # it on every other ~50 ms round of the loop: the host's speed drifts by up
 # to ~30% within seconds, far more than a capture costs, so only
-# neighbouring rounds compare. attach_toggle drains a program's ring itself
-# on CPU 1 (for rssauditd: its program and ring, not its models).
+# neighbouring rounds compare. attach_toggle drains a program's records
+# itself on CPU 1 (for rssauditd: its program and streams, not its models).
 # Prints per mode the medians over ROUNDS runs of ns/page detached and
 # attached and of the added ns per update, its ratio, then the BPF
 # programs' own ns per run from kernel.bpf_stats_enabled with rssauditd

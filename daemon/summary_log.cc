@@ -24,11 +24,15 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   fmt::print(out,
              "summary live_mms={} finished_mms={} updates={} exact={} "
              "ambiguous={} no_baseline={} inconsistent={} drops={} "
-             "bad_records={} fidelity={:.4f}% ({}/{})\n",
+             "bad_records={} fidelity={} ({}/{})\n",
              pipeline.live_mms(), mms.size() - pipeline.live_mms(),
              stats.updates, stats.exact, stats.ambiguous, stats.no_baseline,
              stats.inconsistent, drops, stats.bad_records,
-             checked ? 100.0 * pipeline.fidelity_matched() / checked : 100.0,
+             // Not measured, never a made-up 100%, when nothing was compared.
+             checked
+                 ? fmt::format("{:.4f}%",
+                               100.0 * pipeline.fidelity_matched() / checked)
+                 : std::string("?"),
              pipeline.fidelity_matched(), checked);
   fmt::print(out,
              "history samples={} below_min_rss={} exits={} "
