@@ -83,7 +83,7 @@ void BM_SmapsRollup(benchmark::State& state) {
   for (auto _ : state) {
     const ReadResult r = reader.read(dir, "smaps_rollup");
     const auto parsed = parse_proc_smaps_rollup(r.text);
-    if (!parsed.ok()) state.SkipWithError(parsed.error().message.c_str());
+    if (!parsed) state.SkipWithError(parsed.error().message.c_str());
     benchmark::DoNotOptimize(parsed.value().rss_kb);
   }
 }

@@ -25,14 +25,14 @@ void MmResync::run(DeltaReconstructor& reconstructor, uint64_t now_ns) {
       continue;
     }
     const auto status = parse_proc_status(read.text);
-    if (!status.ok() || status.value().tgid != c.tgid) {
+    if (!status || status->tgid != c.tgid) {
       ++stats_.unreadable;
       continue;
     }
     std::array<std::optional<int64_t>, kMembers> pages;
     for (int m = 0; m < kMembers; ++m)
-      if (const auto p = status.value().member_pages(static_cast<Member>(m),
-                                                     options_.page_size))
+      if (const auto p =
+              status->member_pages(static_cast<Member>(m), options_.page_size))
         pages[m] = static_cast<int64_t>(*p);
     if (reconstructor.resync(c.addr, c.tgid, pages, start, end) ==
         ResyncResult::kOffered)

@@ -93,8 +93,8 @@ PagemapWalkResult PagemapWalker::walk(const ProcDir& dir, ProcReader& reader) {
         PagemapWalkResult::Step::kReadMaps, maps.error,
         fmt::format("reading /proc/PID/maps: {}", std::strerror(maps.error)));
   }
-  const ParseResult<std::vector<Vma>> vmas = parse_proc_maps(maps.text);
-  if (!vmas.ok()) {
+  const Result<std::vector<Vma>, ParseError> vmas = parse_proc_maps(maps.text);
+  if (!vmas) {
     return fail(PagemapWalkResult::Step::kParseMaps, 0, vmas.error().message);
   }
 

@@ -74,8 +74,8 @@ bool ProcessSampler::read_parsed(const ProcDir& dir, ProcFile file,
     finish(result, SampleOutcome::kFailed);
     return false;
   }
-  ParseResult<T> parsed = parse(read.text);
-  if (!parsed.ok()) {
+  Result<T, ParseError> parsed = parse(read.text);
+  if (!parsed) {
     ++stats_.parse_failures[index];
     result.error =
         fmt::format("pid {}: {}", result.sample.id.pid, parsed.error().message);
@@ -138,14 +138,14 @@ IdentityResult ProcessSampler::identify(uint32_t pid) {
   const ReadResult stat = reader_.read(dir, "stat");
   if (!stat.ok()) return out;
   auto parsed = parse_proc_stat(stat.text);
-  if (!parsed.ok()) return out;
+  if (!parsed) return out;
   out.stat = std::move(parsed).value();
   const char state = out.stat->state;
   out.state = (state == 'Z' || state == 'X') ? IdentityResult::State::kZombie
                                              : IdentityResult::State::kAlive;
   const ReadResult cgroup = reader_.read(dir, "cgroup");
   if (cgroup.ok()) {
-    if (auto c = parse_proc_cgroup(cgroup.text); c.ok())
+    if (auto c = parse_proc_cgroup(cgroup.text); c)
       out.cgroup = std::move(c).value();
   }
   return out;
@@ -178,7 +178,7 @@ bool ProcessSampler::read_cgroup(const ProcDir& dir, SampleResult& result) {
   if (!read.ok()) {
     ++stats_.read_failures[index];
     why = read_error(s.id.pid, proc_file_name(ProcFile::kCgroup), read.error);
-  } else if (auto parsed = parse_proc_cgroup(read.text); !parsed.ok()) {
+  } else if (auto parsed = parse_proc_cgroup(read.text); !parsed) {
     ++stats_.parse_failures[index];
     why = fmt::format("pid {}: {}", s.id.pid, parsed.error().message);
   } else {
@@ -216,7 +216,7 @@ bool ProcessSampler::take_walks(const ProcDir& dir,
     ++stats_.read_failures[rollup_index];
     failed(read_error(request.pid, proc_file_name(ProcFile::kSmapsRollup),
                       rollup.error));
-  } else if (auto parsed = parse_proc_smaps_rollup(rollup.text); !parsed.ok()) {
+  } else if (auto parsed = parse_proc_smaps_rollup(rollup.text); !parsed) {
     ++stats_.parse_failures[rollup_index];
     failed(fmt::format("pid {}: {}", request.pid, parsed.error().message));
   } else {

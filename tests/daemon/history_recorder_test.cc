@@ -66,14 +66,14 @@ class Child {
   uint32_t pid() const { return static_cast<uint32_t>(pid_); }
   ProcStat stat() const {
     auto s = parse_proc_stat(read_file(fmt::format("/proc/{}/stat", pid_)));
-    EXPECT_TRUE(s.ok());
-    return s.ok() ? s.value() : ProcStat{};
+    EXPECT_TRUE(s.has_value());
+    return s.value_or(ProcStat{});
   }
 
  private:
   char state() const {
     auto s = parse_proc_stat(read_file(fmt::format("/proc/{}/stat", pid_)));
-    return s.ok() ? s.value().state : '?';
+    return s.has_value() ? s->state : '?';
   }
   pid_t pid_ = -1;
 };
@@ -170,7 +170,7 @@ TEST_F(HistoryRecorderTest, ProcessEndingBeforeAnyTickIsRecordedFromItsZombie) {
   ASSERT_EQ(zombie.state, 'Z');
   const auto cgroup =
       parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
-  ASSERT_TRUE(cgroup.ok());
+  ASSERT_TRUE(cgroup.has_value());
 
   recorder_->sample(pipeline_, 9 * kSecond);  // a tick before it existed
   pipeline_.on_mm_created(key_, true);
@@ -280,7 +280,7 @@ TEST_F(HistoryRecorderTest, CgroupFilterRecordsOnlyThatSubtree) {
   Child child(Child::kWaiting);
   const auto cgroup =
       parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
-  ASSERT_TRUE(cgroup.ok());
+  ASSERT_TRUE(cgroup.has_value());
   if (!cgroup.value().v2_path) GTEST_SKIP() << "no cgroup v2 on this host";
   const std::string own = *cgroup.value().v2_path;
   pipeline_.on_mm_created(key_, true);
@@ -364,7 +364,7 @@ TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
   EXPECT_EQ(who->comm, stat.comm);
   const auto cgroup =
       parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
-  ASSERT_TRUE(cgroup.ok());
+  ASSERT_TRUE(cgroup.has_value());
   EXPECT_EQ(who->cgroup, cgroup.value().v2_path.value_or(""));
   EXPECT_EQ(recorder_->identity(kMmAddr + 4096), nullptr);
 

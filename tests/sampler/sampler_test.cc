@@ -455,7 +455,7 @@ TEST(Sampler, CgroupIsReadWithTheCheapSources) {
   const std::string text((std::istreambuf_iterator<char>(self)),
                          std::istreambuf_iterator<char>());
   const auto own = parse_proc_cgroup(text);
-  ASSERT_TRUE(own.ok()) << own.error().message;
+  ASSERT_TRUE(own.has_value()) << own.error().message;
   ProcessSampler sampler(walk_everything());
   Child child({});
   const SampleResult r = sampler.sample(request(child.pid()));
