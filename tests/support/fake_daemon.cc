@@ -23,16 +23,16 @@ int main(int argc, char** argv) {
   }
   std::ifstream in(argv[2]);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  JsonResult<LiveView> view = live_view_from_json(j);
-  if (!view.ok()) {
+  Result<LiveView> view = live_view_from_json(j);
+  if (!view) {
     fmt::print(stderr, "fake_daemon: {}: {}\n", argv[2],
-               j.is_discarded() ? "invalid JSON" : view.error);
+               j.is_discarded() ? "invalid JSON" : view.error().message);
     return 1;
   }
   boost::asio::io_context io;
   ControlServerOptions options;
   options.path = argv[1];
-  ControlServer server(io, options, [&] { return *view.value; });
+  ControlServer server(io, options, [&] { return *view; });
   if (const std::string error = server.start(); !error.empty()) {
     fmt::print(stderr, "fake_daemon: {}\n", error);
     return 1;
