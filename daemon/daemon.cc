@@ -226,23 +226,24 @@ class Daemon {
                                ambiguous - ambiguous_});
       drops_ = drops, unreadable_ = unreadable, ambiguous_ = ambiguous;
     }
-    const StoreStatus s = store_->flush();
-    if (!s.ok() && s.message != last_store_error_)
+    const Result<void, StoreError> s = store_->flush();
+    if (!s && s.error().message != last_store_error_)
       fmt::print(stderr, "rssauditd: history not written, kept in memory: {}\n",
-                 s.message);
-    else if (s.ok() && !last_store_error_.empty())
+                 s.error().message);
+    else if (s && !last_store_error_.empty())
       fmt::print(stderr, "rssauditd: history written again\n");
-    last_store_error_ = s.ok() ? "" : s.message;
-    if (s.ok() && flushes_++ % kFlushesPerRetention == 0) apply_retention();
+    last_store_error_ = s ? "" : s.error().message;
+    if (s && flushes_++ % kFlushesPerRetention == 0) apply_retention();
   }
   void apply_retention() {
     RetentionPolicy p;
     p.max_age = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(options_.retention_days * 86400));
     p.max_bytes = static_cast<uint64_t>(options_.retention_mib * (1 << 20));
-    if (const StoreStatus s = store_->apply_retention(p, realtime_ns());
-        !s.ok())
-      fmt::print(stderr, "rssauditd: retention: {}\n", s.message);
+    if (const Result<void, StoreError> s =
+            store_->apply_retention(p, realtime_ns());
+        !s)
+      fmt::print(stderr, "rssauditd: retention: {}\n", s.error().message);
   }
   void wait_stop_signal() {
     stop_signals_.async_wait([this](auto ec, int sig) {
@@ -346,8 +347,8 @@ int run_daemon(const std::vector<std::string>& args) {
   }
   const DaemonOptions& options = *loaded.options;
   auto store = Store::open(options.db, StoreOptions{});
-  if (!store.ok()) {
-    fmt::print(stderr, "rssauditd: {}\n", store.status.message);
+  if (!store) {
+    fmt::print(stderr, "rssauditd: {}\n", store.error().message);
     return 1;
   }
   CaptureOptions co;
@@ -367,7 +368,7 @@ int run_daemon(const std::vector<std::string>& args) {
   run.page_size = host.page_size;
   run.rssaudit_version = RSSAUDIT_VERSION;
   run.started_ns = realtime_ns();
-  std::unique_ptr<Store> db = std::move(store.value);
+  std::unique_ptr<Store> db = std::move(store).value();
   db->begin_run(run);
   return Daemon(args, options, std::move(r.capture), run, model, std::move(db))
       .run();
