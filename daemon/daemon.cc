@@ -353,12 +353,14 @@ int run_daemon(const std::vector<std::string>& args) {
   }
   CaptureOptions co;
   co.target_tgid = options.pid;
-  BpfCapture::OpenResult r = BpfCapture::open(co);
-  if (!r.capture) {
-    fmt::print(stderr, "rssauditd: cannot capture: {}\n", r.error);
+  Result<std::unique_ptr<BpfCapture>, CaptureError> capture =
+      BpfCapture::open(co);
+  if (!capture) {
+    fmt::print(stderr, "rssauditd: cannot capture: {}\n",
+               capture.error().message);
     return 1;
   }
-  const RecordHeader host = host_record_header(r.capture->possible_cpus());
+  const RecordHeader host = host_record_header((*capture)->possible_cpus());
   Topology model = topology_of(host);
   RunInfo run;
   run.host = host.host_name;
@@ -370,7 +372,8 @@ int run_daemon(const std::vector<std::string>& args) {
   run.started_ns = realtime_ns();
   std::unique_ptr<Store> db = std::move(store).value();
   db->begin_run(run);
-  return Daemon(args, options, std::move(r.capture), run, model, std::move(db))
+  return Daemon(args, options, std::move(capture).value(), run, model,
+                std::move(db))
       .run();
 }
 
