@@ -16,15 +16,14 @@ void MmResync::run(DeltaReconstructor& reconstructor, uint64_t now_ns) {
     // The read's window: the kernel sums the counters somewhere inside.
     const uint64_t start = monotonic_ns();
     const ProcDir dir = ProcDir::open(options_.proc_root, c.tgid);
-    const ReadResult read = dir.status() == ReadStatus::kOk
-                                ? reader_.read(dir, "status")
-                                : ReadResult{dir.status(), dir.error(), {}};
+    const Result<std::string_view, ReadError> text =
+        reader_.read(dir, "status");
     const uint64_t end = monotonic_ns();
-    if (!read.ok()) {
+    if (!text) {
       ++stats_.unreadable;
       continue;
     }
-    const auto status = parse_proc_status(read.text);
+    const auto status = parse_proc_status(*text);
     if (!status || status->tgid != c.tgid) {
       ++stats_.unreadable;
       continue;
