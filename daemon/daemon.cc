@@ -269,15 +269,15 @@ class Daemon {
   // and named.
   void reload() {
     notifier_.reloading();
-    LoadedOptions loaded = load_daemon_options(args_);
-    if (!loaded.options) {
+    Result<DaemonOptions, OptionsError> loaded = load_daemon_options(args_);
+    if (!loaded) {
       fmt::print(stderr,
                  "rssauditd: reload failed, configuration unchanged: {}\n",
-                 loaded.error);
+                 loaded.error().message);
       notifier_.ready(status_line());
       return;
     }
-    DaemonOptions next = *loaded.options;
+    DaemonOptions next = std::move(loaded).value();
     const std::vector<std::string> kept = keep_restart_only(options_, next);
     for (const std::string& key : kept)
       fmt::print(stderr, "rssauditd: '{}' changes at the next start only\n",
@@ -339,13 +339,13 @@ class Daemon {
 }  // namespace
 
 int run_daemon(const std::vector<std::string>& args) {
-  LoadedOptions loaded = load_daemon_options(args);
-  if (!loaded.options) {
-    if (loaded.exit_code == 1)
-      fmt::print(stderr, "rssauditd: {}\n", loaded.error);
-    return loaded.exit_code;  // CLI11 printed usage errors and --help
+  const Result<DaemonOptions, OptionsError> loaded = load_daemon_options(args);
+  if (!loaded) {
+    if (loaded.error().exit_code == 1)
+      fmt::print(stderr, "rssauditd: {}\n", loaded.error().message);
+    return loaded.error().exit_code;  // CLI11 printed usage errors and --help
   }
-  const DaemonOptions& options = *loaded.options;
+  const DaemonOptions& options = *loaded;
   auto store = Store::open(options.db, StoreOptions{});
   if (!store) {
     fmt::print(stderr, "rssauditd: {}\n", store.error().message);
