@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
   std::vector<rss_event> events;
   RecordReader reader([](const RecordHeader&) {},
                       [&](const rss_event& e) { events.push_back(e); });
-  if (auto err = reader.feed(bytes)) {
-    fmt::print(stderr, "{}: {}\n", argv[1], err->message);
+  if (auto fed = reader.feed(bytes); !fed) {
+    fmt::print(stderr, "{}: {}\n", argv[1], fed.error().message);
     return 1;
   }
   if (events.empty()) {
