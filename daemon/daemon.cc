@@ -111,8 +111,9 @@ class Daemon {
       co.group = options_.socket_group;
       control_ =
           std::make_unique<ControlServer>(io_, co, [this] { return view(); });
-      if (std::string e = control_->start(); !e.empty()) {
-        fmt::print(stderr, "rssauditd: control socket: {}\n", e);
+      if (Result<void> started = control_->start(); !started) {
+        fmt::print(stderr, "rssauditd: control socket: {}\n",
+                   started.error().message);
         return false;
       }
     }
@@ -126,8 +127,9 @@ class Daemon {
           std::make_unique<MetricsServer>(io_, mo, [this](ExpositionFormat f) {
             return render_metrics(view(), metrics_options(), f);
           });
-      if (std::string e = metrics_->start(); !e.empty()) {
-        fmt::print(stderr, "rssauditd: metrics endpoint: {}\n", e);
+      if (Result<void> started = metrics_->start(); !started) {
+        fmt::print(stderr, "rssauditd: metrics endpoint: {}\n",
+                   started.error().message);
         return false;
       }
       fmt::print(stderr, "rssauditd: serving metrics on {}:{}/metrics\n",

@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
   ControlServerOptions options;
   options.path = argv[1];
   ControlServer server(io, options, [&] { return *view; });
-  if (const std::string error = server.start(); !error.empty()) {
-    fmt::print(stderr, "fake_daemon: {}\n", error);
+  if (const Result<void> started = server.start(); !started) {
+    fmt::print(stderr, "fake_daemon: {}\n", started.error().message);
     return 1;
   }
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);
