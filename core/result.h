@@ -11,7 +11,8 @@
 //     is a domain struct that still carries the message (ParseError,
 //     StoreError, CaptureError, ReadError). Every message names the input and
 //     the place in it: the file, line, field or key.
-//   - Exceptions are for fatal user errors only, caught once in each main.
+//   - Exceptions are for the CLI's fatal user errors only, caught once in
+//     cli/main.cc; the daemon returns its exit code from run_daemon().
 //
 // Shaped like C++23 std::expected, member for member, so that this header
 // can be dropped for <expected> by a search and replace (Result< ->
