@@ -126,7 +126,7 @@ std::string Store::sql_text(Sql q) {
              "detail) "
              "VALUES (?, ?, ?, ?, ?)";
     case kInsertLoss:
-      return "INSERT INTO losses (run_id, time_ns, ring_drops, "
+      return "INSERT INTO losses (run_id, time_ns, capture_drops, "
              "unreadable_files, "
              "ambiguous_events, store_dropped) VALUES (?, ?, ?, ?, ?, ?)";
     case kDeleteSamples:
@@ -413,7 +413,7 @@ Result<void, StoreError> Store::write_batch() {
                         uint64_t store_dropped) {
     loss.bind(1, run_id);
     loss.bind(2, row.time_ns);
-    loss.bind(3, row.ring_drops);
+    loss.bind(3, row.capture_drops);
     loss.bind(4, row.unreadable_files);
     loss.bind(5, row.ambiguous_events);
     loss.bind(6, store_dropped);

@@ -220,6 +220,29 @@ TEST(StoreSchema, VersionThreeDriftIsRecomputedFromValuesOfOneMoment) {
             "-3,-4,-4");
 }
 
+// Version 4 named the capture's losses ring_drops, after the ring buffer
+// that carried the records then; the upgrade keeps the counts.
+TEST(StoreSchema, VersionFourRingDropsAreKeptAsCaptureDrops) {
+  TempDir dir;
+  const std::string path = dir.file("v4.db");
+  old_database(path, 4,
+               "INSERT INTO losses (run_id, time_ns, ring_drops, "
+               "unreadable_files, ambiguous_events, store_dropped) VALUES "
+               "(1, 1000, 7, 2, 1, 0);");
+  std::unique_ptr<Store> store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  store->begin_run(test_run(5000));
+  store->add_loss({.time_ns = 6000, .capture_drops = 3});
+  ASSERT_TRUE(store->flush().has_value());
+  RawDb db(path);
+  EXPECT_EQ(db.num("SELECT count(*) FROM pragma_table_info('losses') "
+                   "WHERE name = 'ring_drops'"),
+            0);
+  EXPECT_EQ(db.text("SELECT group_concat(capture_drops, ',') FROM (SELECT "
+                    "capture_drops FROM losses ORDER BY time_ns)"),
+            "7,3");
+}
+
 TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
@@ -379,9 +402,9 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
          .bytes_per_mm = 128});
   }
   store->add_anomaly({p, 12 * kSecond, "exit_residue", "3 pages"});
-  store->add_anomaly({std::nullopt, 13 * kSecond, "resync", "ring drops"});
+  store->add_anomaly({std::nullopt, 13 * kSecond, "resync", "capture drops"});
   store->add_loss({.time_ns = 13 * kSecond,
-                   .ring_drops = 7,
+                   .capture_drops = 7,
                    .unreadable_files = 2,
                    .ambiguous_events = 1});
   store->record_exit(p, 14 * kSecond, 3, 5000);
@@ -438,7 +461,7 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
   EXPECT_EQ(db.text("SELECT group_concat(kind || ':' || "
                     "coalesce(process_id, 'none'), ',') FROM anomalies"),
             "exit_residue:" + std::to_string(p) + ",resync:none");
-  EXPECT_EQ(db.text("SELECT ring_drops || ',' || unreadable_files || ',' || "
+  EXPECT_EQ(db.text("SELECT capture_drops || ',' || unreadable_files || ',' || "
                     "ambiguous_events || ',' || store_dropped FROM losses"),
             "7,2,1,0");
 }
