@@ -1,4 +1,4 @@
-/* The record the BPF programs put in the ring buffer; shared by the BPF
+/* The record the BPF programs put in their per-CPU streams; shared by the BPF
  * programs (C) and the daemon (C++). Fixed size, naturally aligned, no
  * implicit padding: the layout is the ABI between the two sides. */
 #ifndef RSSAUDIT_RSS_EVENT_H
@@ -28,7 +28,7 @@ enum {
   RSS_EVF_GROUP_DEAD = 1 << 2,
   /* UPDATE by the owner inside one of its user page faults. */
   RSS_EVF_IN_FAULT = 1 << 3,
-  /* Any kind: a record was lost (ring buffer full) before this one; what
+  /* Any kind: a record was lost (its stream full) before this one; what
    * the daemon knew of every mm's slots is void from here. Always 0 in
    * recordings made before this bit existed, which had no way to say. */
   RSS_EVF_AFTER_LOSS = 1 << 4,
