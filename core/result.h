@@ -55,6 +55,9 @@ Unexpected<std::decay_t<E>> unexpected(E&& error) {
   return Unexpected<std::decay_t<E>>(std::forward<E>(error));
 }
 
+// Not part of the interface: std::expected has neither.
+namespace result_detail {
+
 template <class U>
 inline constexpr bool kIsUnexpected = false;
 template <class G>
@@ -89,9 +92,11 @@ class ResultBase {
   std::variant<V, E> v_;
 };
 
+}  // namespace result_detail
+
 template <class T, class E = Error>
-class [[nodiscard]] Result : public ResultBase<T, E> {
-  using Base = ResultBase<T, E>;
+class [[nodiscard]] Result : public result_detail::ResultBase<T, E> {
+  using Base = result_detail::ResultBase<T, E>;
 
  public:
   using value_type = T;
@@ -103,7 +108,7 @@ class [[nodiscard]] Result : public ResultBase<T, E> {
   template <class U = T>
   requires(std::constructible_from<T, U> &&
            !std::same_as<std::remove_cvref_t<U>, Result> &&
-           !kIsUnexpected<
+           !result_detail::kIsUnexpected<
                std::remove_cvref_t<U>>) explicit(!std::convertible_to<U, T>)
       Result(U&& value)
       : Base(std::in_place_index<0>, std::forward<U>(value)) {}
@@ -131,8 +136,9 @@ class [[nodiscard]] Result : public ResultBase<T, E> {
 };
 
 template <class E>
-class [[nodiscard]] Result<void, E> : public ResultBase<std::monostate, E> {
-  using Base = ResultBase<std::monostate, E>;
+class [[nodiscard]] Result<void, E>
+    : public result_detail::ResultBase<std::monostate, E> {
+  using Base = result_detail::ResultBase<std::monostate, E>;
 
  public:
   using value_type = void;
