@@ -28,7 +28,7 @@ enum {
   RSS_EVF_GROUP_DEAD = 1 << 2,
   /* UPDATE by the owner inside one of its user page faults. */
   RSS_EVF_IN_FAULT = 1 << 3,
-  /* Any kind: a record was lost (its stream full) before this one; what
+  /* Any kind: a record was lost (its CPU's stream full) before this one; what
    * the daemon knew of every mm's slots is void from here. Always 0 in
    * recordings made before this bit existed, which had no way to say. */
   RSS_EVF_AFTER_LOSS = 1 << 4,
