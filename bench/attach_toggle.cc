@@ -126,11 +126,11 @@ class Drain {
     if (maps.count("slots") && maps.count("positions")) {
       const auto& slots = maps["slots"];
       const auto& positions = maps["positions"];
-      std::string error;
-      streams_ = rssaudit::StreamReader::map(
+      auto streams = rssaudit::StreamReader::map(
           slots.fd, positions.fd, positions.info.max_entries,
-          slots.info.max_entries / positions.info.max_entries, error);
-      if (!streams_) fail(error);
+          slots.info.max_entries / positions.info.max_entries);
+      if (!streams) fail(streams.error().message);
+      streams_ = std::move(streams).value();
     }
     for (const auto& [name, map] : maps) {
       if (map.info.type != BPF_MAP_TYPE_RINGBUF) continue;

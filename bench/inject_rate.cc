@@ -28,6 +28,7 @@
 
 #include "bench/bpf/inject_args.h"
 #include "core/formats/record_format.h"
+#include "core/result.h"
 #include "os/clock.h"
 #include "pin_to_cpu.h"
 #include "program_maps.h"
@@ -36,10 +37,10 @@
 
 namespace {
 
-// The maps of the only loaded on_rss_stat program: the running rssauditd's.
-// Empty, with a message, when there is none or several.
-std::map<std::string, rssaudit::bench::ProgramMap> daemon_maps(
-    std::string& error) {
+// The maps of the only loaded on_rss_stat program: the running rssauditd's,
+// or why there is no such one.
+rssaudit::Result<std::map<std::string, rssaudit::bench::ProgramMap>>
+daemon_maps() {
   std::map<std::string, rssaudit::bench::ProgramMap> maps;
   int programs = 0;
   for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
@@ -54,17 +55,17 @@ std::map<std::string, rssaudit::bench::ProgramMap> daemon_maps(
     }
     close(fd);
   }
-  if (programs != 1) {
-    error = programs == 0 ? "no on_rss_stat program loaded: start rssauditd"
-                          : fmt::format(
-                                "{} on_rss_stat programs loaded: run "
-                                "one rssauditd only",
-                                programs);
-    maps.clear();
-  }
+  const auto fail = [](std::string message) {
+    return rssaudit::unexpected(rssaudit::Error{std::move(message)});
+  };
+  if (programs == 0)
+    return fail("no on_rss_stat program loaded: start rssauditd");
+  if (programs > 1)
+    return fail(fmt::format(
+        "{} on_rss_stat programs loaded: run one rssauditd only", programs));
   for (const char* name : {"slots", "positions", "sequence", "drops"})
-    if (error.empty() && !maps.count(name))
-      error = fmt::format("the on_rss_stat program has no map `{}`", name);
+    if (!maps.count(name))
+      return fail(fmt::format("the on_rss_stat program has no map `{}`", name));
   return maps;
 }
 
@@ -96,8 +97,8 @@ int main(int argc, char** argv) {
   std::vector<rss_event> events;
   RecordReader reader([](const RecordHeader&) {},
                       [&](const rss_event& e) { events.push_back(e); });
-  if (auto err = reader.feed(bytes)) {
-    fmt::print(stderr, "{}: {}\n", argv[1], err->message);
+  if (auto fed = reader.feed(bytes); !fed) {
+    fmt::print(stderr, "{}: {}\n", argv[1], fed.error().message);
     return 1;
   }
   if (events.empty()) {
@@ -105,12 +106,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::string error;
-  auto maps = daemon_maps(error);
-  if (!error.empty()) {
-    fmt::print(stderr, "inject_rate: {}\n", error);
+  auto found = daemon_maps();
+  if (!found) {
+    fmt::print(stderr, "inject_rate: {}\n", found.error().message);
     return 1;
   }
+  auto& maps = *found;
   stream_inject_bpf* skel = stream_inject_bpf__open();
   if (skel) {
     skel->rodata->slots_per_cpu =

@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
   RecordHeader header;
   RecordReader reader([&](const RecordHeader& h) { header = h; },
                       [&](const rss_event& e) { events.push_back(e); });
-  if (auto err = reader.feed(bytes)) {
-    fmt::print(stderr, "{}: {}\n", argv[1], err->message);
+  if (auto fed = reader.feed(bytes); !fed) {
+    fmt::print(stderr, "{}: {}\n", argv[1], fed.error().message);
     return 1;
   }
   const int passes = argc > 2 ? std::atoi(argv[2]) : 5;

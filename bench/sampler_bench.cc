@@ -81,9 +81,10 @@ void BM_SmapsRollup(benchmark::State& state) {
   const ProcDir dir = ProcDir::open("/proc", child_1gib().pid());
   ProcReader reader;
   for (auto _ : state) {
-    const ReadResult r = reader.read(dir, "smaps_rollup");
-    const auto parsed = parse_proc_smaps_rollup(r.text);
-    if (!parsed.ok()) state.SkipWithError(parsed.error().message.c_str());
+    const Result<std::string_view, ReadError> text =
+        reader.read(dir, "smaps_rollup");
+    const auto parsed = parse_proc_smaps_rollup(text.value_or(""));
+    if (!parsed) state.SkipWithError(parsed.error().message.c_str());
     benchmark::DoNotOptimize(parsed.value().rss_kb);
   }
 }
@@ -96,9 +97,12 @@ void BM_PagemapWalk(benchmark::State& state) {
   PagemapWalker walker(learn_zero_page_pfns(), size_t(state.range(0)));
   uint64_t present = 0;
   for (auto _ : state) {
-    const PagemapWalkResult r = walker.walk(dir, reader);
-    if (!r.ok()) state.SkipWithError(r.message.c_str());
-    present = r.walk.total.present;
+    const Result<PagemapWalk, WalkError> r = walker.walk(dir, reader);
+    if (!r) {
+      state.SkipWithError(r.error().message.c_str());
+      break;
+    }
+    present = r->total.present;
   }
   state.counters["present_pages"] = double(present);
   state.counters["pages/s"] = benchmark::Counter(

@@ -61,12 +61,12 @@ SampleRow make_sample(int64_t process_id, int64_t time_ns, std::mt19937& rng) {
 
 std::unique_ptr<Store> open_or_die(const std::string& path,
                                    StoreOptions options = {}) {
-  StoreResult<std::unique_ptr<Store>> s = Store::open(path, options);
-  if (!s.ok()) {
-    fmt::print(stderr, "{}\n", s.status.message);
+  Result<std::unique_ptr<Store>, StoreError> s = Store::open(path, options);
+  if (!s.has_value()) {
+    fmt::print(stderr, "{}\n", s.error().message);
     std::exit(1);
   }
-  return std::move(s.value);
+  return std::move(s).value();
 }
 
 void remove_db(const std::string& path) {
@@ -105,8 +105,8 @@ void ingest(benchmark::State& state, bool upsert) {
       }
       store->add_sample(make_sample(ids[i], now, rng));
     }
-    const StoreStatus s = store->flush();
-    if (!s.ok()) state.SkipWithError(s.message.c_str());
+    const Result<void, StoreError> s = store->flush();
+    if (!s) state.SkipWithError(s.error().message.c_str());
   }
   state.SetItemsProcessed(state.iterations() * processes);
   state.counters["db_MiB"] = static_cast<double>(db_bytes(path)) / (1 << 20);
@@ -161,8 +161,8 @@ void BM_IngestDaemonTick(benchmark::State& state) {
                           .bytes_per_mm = 6304});
       }
     }
-    const StoreStatus s = store->flush();
-    if (!s.ok()) state.SkipWithError(s.message.c_str());
+    const Result<void, StoreError> s = store->flush();
+    if (!s) state.SkipWithError(s.error().message.c_str());
   }
   state.SetItemsProcessed(state.iterations() * processes * (1 + kSchemes));
   state.counters["db_MiB"] = static_cast<double>(db_bytes(path)) / (1 << 20);
@@ -210,9 +210,9 @@ std::string build_history_db() {
       }
       rows += kHistoryProcesses;
       if ((t - kHistoryStart + kHistoryInterval) % kDay == 0) {
-        const StoreStatus s = store->flush();
-        if (!s.ok()) {
-          fmt::print(stderr, "{}\n", s.message);
+        const Result<void, StoreError> s = store->flush();
+        if (!s) {
+          fmt::print(stderr, "{}\n", s.error().message);
           std::exit(1);
         }
         fmt::print(stderr, "\rbuilding {}: day {}/{}, {:.0f} s", path,
@@ -224,7 +224,7 @@ std::string build_history_db() {
     }
     fmt::print(stderr, "\n");
     store->end_run(kHistoryEnd);
-    if (!store->flush().ok()) std::exit(1);
+    if (!store->flush().has_value()) std::exit(1);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -248,17 +248,17 @@ const std::string& history_db() {
 
 void BM_TopDriftLastDay(benchmark::State& state) {
   const std::string& path = history_db();
-  StoreResult<std::unique_ptr<StoreReader>> reader =
+  Result<std::unique_ptr<StoreReader>, StoreError> reader =
       StoreReader::open_read_only(path);
-  if (!reader.ok()) {
-    state.SkipWithError(reader.status.message.c_str());
+  if (!reader.has_value()) {
+    state.SkipWithError(reader.error().message.c_str());
     return;
   }
   size_t found = 0;
   for (auto _ : state) {
-    auto top = reader.value->top_drift(kHistoryEnd - kDay, kHistoryEnd, 20);
-    if (!top.ok()) state.SkipWithError(top.status.message.c_str());
-    found = top.value.size();
+    auto top = reader.value()->top_drift(kHistoryEnd - kDay, kHistoryEnd, 20);
+    if (!top.has_value()) state.SkipWithError(top.error().message.c_str());
+    found = top->size();
     benchmark::DoNotOptimize(top);
   }
   state.counters["ranked"] = static_cast<double>(found);
@@ -269,16 +269,17 @@ void BM_TopDriftLastDay(benchmark::State& state) {
 BENCHMARK(BM_TopDriftLastDay)->Unit(benchmark::kMillisecond);
 
 void BM_ProcessHistoryLastDay(benchmark::State& state) {
-  StoreResult<std::unique_ptr<StoreReader>> reader =
+  Result<std::unique_ptr<StoreReader>, StoreError> reader =
       StoreReader::open_read_only(history_db());
-  if (!reader.ok()) {
-    state.SkipWithError(reader.status.message.c_str());
+  if (!reader.has_value()) {
+    state.SkipWithError(reader.error().message.c_str());
     return;
   }
   for (auto _ : state) {
-    auto history = reader.value->process_history(
+    auto history = reader.value()->process_history(
         kHistoryProcesses / 2, kHistoryEnd - kDay, kHistoryEnd);
-    if (!history.ok()) state.SkipWithError(history.status.message.c_str());
+    if (!history.has_value())
+      state.SkipWithError(history.error().message.c_str());
     benchmark::DoNotOptimize(history);
   }
 }

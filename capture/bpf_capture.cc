@@ -165,24 +165,23 @@ CaptureSupport probe_capture_support() {
   return s;
 }
 
-BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
-  OpenResult r;
+Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
+    const CaptureOptions& options) {
   const CaptureSupport support = probe_capture_support();
   if (!support.missing.empty()) {
-    r.error = "BPF capture unavailable: " + support.missing;
-    r.unsupported = true;
-    return r;
+    return unexpected(CaptureError{
+        "BPF capture unavailable: " + support.missing, /*unsupported=*/true});
   }
 
   std::unique_ptr<BpfCapture> c(new BpfCapture);
   std::string log;
   LogScope scope(&log);
   const auto fail = [&](const char* step, int err) {
-    r.error = fmt::format("BPF capture: {} failed: {}", step,
-                          std::strerror(err < 0 ? -err : err));
-    if (!log.empty()) r.error += "\n" + log;
-    r.unsupported = capability_errno(err < 0 ? -err : err);
-    return std::move(r);
+    CaptureError e{fmt::format("BPF capture: {} failed: {}", step,
+                               std::strerror(err < 0 ? -err : err)),
+                   capability_errno(err < 0 ? -err : err)};
+    if (!log.empty()) e.message += "\n" + log;
+    return unexpected(std::move(e));
   };
 
   const int cpus = libbpf_num_possible_cpus();
@@ -207,16 +206,14 @@ BpfCapture::OpenResult BpfCapture::open(const CaptureOptions& options) {
   if (int err = rssaudit_bpf__load(c->skel_)) return fail("load", err);
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 
-  std::string error;
-  c->streams_ = StreamReader::map(bpf_map__fd(c->skel_->maps.slots),
-                                  bpf_map__fd(c->skel_->maps.positions),
-                                  c->possible_cpus_, slots_per_cpu, error);
-  if (!c->streams_) {
-    r.error = "BPF capture: " + error;
-    return r;
-  }
-  r.capture = std::move(c);
-  return r;
+  Result<std::unique_ptr<StreamReader>> streams = StreamReader::map(
+      bpf_map__fd(c->skel_->maps.slots), bpf_map__fd(c->skel_->maps.positions),
+      c->possible_cpus_, slots_per_cpu);
+  if (!streams)
+    return unexpected(
+        CaptureError{"BPF capture: " + streams.error().message, false});
+  c->streams_ = std::move(streams).value();
+  return c;
 }
 
 BpfCapture::~BpfCapture() {

@@ -12,6 +12,7 @@
 
 #include "bpf/rss_event.h"
 #include "capture/stream_reader.h"
+#include "core/result.h"
 
 struct rssaudit_bpf;
 
@@ -55,17 +56,19 @@ struct CaptureSupport {
 };
 CaptureSupport probe_capture_support();
 
+// Why the capture could not start.
+struct CaptureError {
+  std::string message;  // why, with libbpf's own words
+  // A missing kernel feature or privilege, not a bug: tests skip on it.
+  bool unsupported = false;
+};
+
 class BpfCapture {
  public:
-  struct OpenResult {
-    std::unique_ptr<BpfCapture> capture;  // null on failure
-    std::string error;                    // why, with libbpf's own words
-    // The failure is a missing kernel feature or privilege, not a bug.
-    bool unsupported = false;
-  };
   // Probes, loads and attaches. Never raises RLIMIT_MEMLOCK: kernels with
   // memcg accounting of BPF memory (5.11+) do not need it.
-  static OpenResult open(const CaptureOptions& options);
+  static Result<std::unique_ptr<BpfCapture>, CaptureError> open(
+      const CaptureOptions& options);
 
   BpfCapture(const BpfCapture&) = delete;
   BpfCapture& operator=(const BpfCapture&) = delete;

@@ -29,7 +29,7 @@ uint64_t DeltaReconstructor::earliest_of(const rss_event& e) const {
   return e.start_ns ? e.start_ns : untimed_floor();
 }
 
-// A record that was not in the ring when the previous drain read it was
+// A record that was not in the streams when the previous drain read them was
 // reserved after that read, or was being written then (programs take less
 // than grace_ns); its add came at most the slack before. The time the
 // drain gave advance() was read before that read.

@@ -16,23 +16,22 @@ void MmResync::run(DeltaReconstructor& reconstructor, uint64_t now_ns) {
     // The read's window: the kernel sums the counters somewhere inside.
     const uint64_t start = monotonic_ns();
     const ProcDir dir = ProcDir::open(options_.proc_root, c.tgid);
-    const ReadResult read = dir.status() == ReadStatus::kOk
-                                ? reader_.read(dir, "status")
-                                : ReadResult{dir.status(), dir.error(), {}};
+    const Result<std::string_view, ReadError> text =
+        reader_.read(dir, "status");
     const uint64_t end = monotonic_ns();
-    if (!read.ok()) {
+    if (!text) {
       ++stats_.unreadable;
       continue;
     }
-    const auto status = parse_proc_status(read.text);
-    if (!status.ok() || status.value().tgid != c.tgid) {
+    const auto status = parse_proc_status(*text);
+    if (!status || status->tgid != c.tgid) {
       ++stats_.unreadable;
       continue;
     }
     std::array<std::optional<int64_t>, kMembers> pages;
     for (int m = 0; m < kMembers; ++m)
-      if (const auto p = status.value().member_pages(static_cast<Member>(m),
-                                                     options_.page_size))
+      if (const auto p =
+              status->member_pages(static_cast<Member>(m), options_.page_size))
         pages[m] = static_cast<int64_t>(*p);
     if (reconstructor.resync(c.addr, c.tgid, pages, start, end) ==
         ResyncResult::kOffered)

@@ -94,13 +94,16 @@ ReplayOutcome replay_file(
   std::vector<uint8_t> buf(1 << 20);
   size_t n;
   while (!out.error && (n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
-    out.error = reader.feed({buf.data(), n});
+    if (auto fed = reader.feed({buf.data(), n}); !fed)
+      out.error = std::move(fed).error();
     // As the live drain does after each poll: what started before the
     // latest record has arrived.
     if (reconstructor) reconstructor->advance(latest_start, *sink);
   }
   std::fclose(f);
-  if (!out.error) out.error = reader.finish();
+  if (!out.error) {
+    if (auto end = reader.finish(); !end) out.error = std::move(end).error();
+  }
   if (reconstructor) {
     reconstructor->flush(*sink);
     out.stats = reconstructor->stats();

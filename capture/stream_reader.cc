@@ -11,12 +11,11 @@ namespace rssaudit {
 namespace {
 
 // mmap of a whole BPF_F_MMAPABLE array map: its values from offset 0.
-void* map_array(int fd, size_t bytes, int prot, const char* what,
-                std::string& error) {
+Result<void*> map_array(int fd, size_t bytes, int prot, const char* what) {
   void* p = mmap(nullptr, bytes, prot, MAP_SHARED, fd, 0);
   if (p != MAP_FAILED) return p;
-  error = fmt::format("mmap of the {} map: {}", what, std::strerror(errno));
-  return nullptr;
+  return unexpected(
+      Error{fmt::format("mmap of the {} map: {}", what, std::strerror(errno))});
 }
 
 size_t page_rounded(size_t bytes) {
@@ -50,22 +49,20 @@ StreamReader::StreamReader(const rss_slot* slots,
         __atomic_load_n(&positions_[c].tail, __ATOMIC_ACQUIRE);
 }
 
-std::unique_ptr<StreamReader> StreamReader::map(int slots_fd, int positions_fd,
-                                                uint32_t cpus,
-                                                uint32_t slots_per_cpu,
-                                                std::string& error) {
-  void* slots = map_array(slots_fd, slots_bytes(cpus, slots_per_cpu), PROT_READ,
-                          "slots", error);
-  if (!slots) return nullptr;
-  void* positions = map_array(positions_fd, positions_bytes(cpus),
-                              PROT_READ | PROT_WRITE, "positions", error);
+Result<std::unique_ptr<StreamReader>> StreamReader::map(
+    int slots_fd, int positions_fd, uint32_t cpus, uint32_t slots_per_cpu) {
+  Result<void*> slots =
+      map_array(slots_fd, slots_bytes(cpus, slots_per_cpu), PROT_READ, "slots");
+  if (!slots) return unexpected(std::move(slots).error());
+  Result<void*> positions = map_array(positions_fd, positions_bytes(cpus),
+                                      PROT_READ | PROT_WRITE, "positions");
   if (!positions) {
-    munmap(slots, slots_bytes(cpus, slots_per_cpu));
-    return nullptr;
+    munmap(*slots, slots_bytes(cpus, slots_per_cpu));
+    return unexpected(std::move(positions).error());
   }
   std::unique_ptr<StreamReader> r(new StreamReader(
-      static_cast<const rss_slot*>(slots),
-      static_cast<rss_stream_position*>(positions), cpus, slots_per_cpu));
+      static_cast<const rss_slot*>(*slots),
+      static_cast<rss_stream_position*>(*positions), cpus, slots_per_cpu));
   r->mapped_ = true;
   return r;
 }

@@ -22,18 +22,18 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "core/result.h"
 
 namespace rssaudit {
 
 class StreamReader {
  public:
   // Maps the two maps (BPF_F_MMAPABLE arrays of `cpus` * `slots_per_cpu`
-  // rss_slot and `cpus` rss_stream_position). Null with a message naming
-  // the failed call on failure.
-  static std::unique_ptr<StreamReader> map(int slots_fd, int positions_fd,
-                                           uint32_t cpus,
-                                           uint32_t slots_per_cpu,
-                                           std::string& error);
+  // rss_slot and `cpus` rss_stream_position), or says which call failed.
+  static Result<std::unique_ptr<StreamReader>> map(int slots_fd,
+                                                   int positions_fd,
+                                                   uint32_t cpus,
+                                                   uint32_t slots_per_cpu);
   // Over memory the caller owns and keeps: the same layout (tests).
   StreamReader(const rss_slot* slots, rss_stream_position* positions,
                uint32_t cpus, uint32_t slots_per_cpu);

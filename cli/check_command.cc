@@ -142,10 +142,10 @@ DbState probe_database(const std::string& path) {
   if (!d.exists) return d;
   // Read-only: a check must never create, upgrade or lock the history.
   auto db = rssaudit::Database::open(path, rssaudit::Database::Mode::kReadOnly);
-  if (db.ok())
+  if (db)
     d.schema_version = latest_schema_version();
   else
-    d.status = db.status.message;
+    d.status = db.error().message;
   return d;
 }
 

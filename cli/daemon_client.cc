@@ -174,24 +174,24 @@ nlohmann::json ask_daemon(const std::string& socket_path,
                           std::chrono::milliseconds timeout) {
   const std::string line =
       exchange(socket_path, request_line(request), timeout);
-  JsonResult<nlohmann::json> r = parse_response(line);
-  if (!r.ok()) fail("rssauditd: " + r.error);
-  return std::move(*r.value);
+  Result<nlohmann::json> r = parse_response(line);
+  if (!r) fail("rssauditd: " + r.error().message);
+  return std::move(r).value();
 }
 
 DaemonHealth health_of(const nlohmann::json& response) {
   auto it = response.find("health");
   if (it == response.end())
     fail("rssauditd's response has no \"health\" (another version?)");
-  JsonResult<DaemonHealth> h = health_from_json(*it);
-  if (!h.ok()) fail("rssauditd's response is malformed: " + h.error);
-  return std::move(*h.value);
+  Result<DaemonHealth> h = health_from_json(*it);
+  if (!h) fail("rssauditd's response is malformed: " + h.error().message);
+  return std::move(h).value();
 }
 
 LiveProcess process_of(const nlohmann::json& j, const std::string& where) {
-  JsonResult<LiveProcess> p = process_from_json(j, where);
-  if (!p.ok()) fail("rssauditd's response is malformed: " + p.error);
-  return std::move(*p.value);
+  Result<LiveProcess> p = process_from_json(j, where);
+  if (!p) fail("rssauditd's response is malformed: " + p.error().message);
+  return std::move(p).value();
 }
 
 }  // namespace rssaudit::cli

@@ -125,12 +125,12 @@ void each_sample(StoreReader& reader, const Context& c,
       checked(reader.count_samples(c.window.since_ns, c.window.until_ns));
   Progress progress("export", static_cast<uint64_t>(total));
   uint64_t done = 0;
-  const StoreStatus status = reader.for_each_sample(
+  const Result<void, StoreError> status = reader.for_each_sample(
       c.window.since_ns, c.window.until_ns, [&](const StoredSample& s) {
         visit(s);
         if (++done % 4096 == 0) progress.update(done);
       });
-  if (!status.ok()) throw std::runtime_error(status.message);
+  if (!status) throw std::runtime_error(status.error().message);
 }
 
 void write_csv(std::ostream& out, StoreReader& reader, const Context& c) {

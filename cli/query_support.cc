@@ -45,10 +45,11 @@ void add_window_options(CLI::App& sub, std::string& since, std::string& until) {
 Window parse_window(const std::string& since, const std::string& until) {
   const int64_t now = wall_now_ns();
   auto parse = [&](const char* name, const std::string& text) {
-    TimeArg t = parse_time_arg(text, now);
-    if (auto* why = std::get_if<std::string>(&t))
-      throw UsageError(fmt::format("{} '{}': {}", name, text, *why));
-    return std::get<int64_t>(t);
+    const Result<int64_t> t = parse_time_arg(text, now);
+    if (!t)
+      throw UsageError(
+          fmt::format("{} '{}': {}", name, text, t.error().message));
+    return *t;
   };
   Window w{parse("--since", since), parse("--until", until)};
   // --until names the last instant wanted: "now" includes a sample of now.

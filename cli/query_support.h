@@ -40,9 +40,9 @@ std::unique_ptr<StoreReader> open_history(const std::string& path);
 
 // The value of a query, or its failure (which names the file) thrown.
 template <class T>
-T checked(StoreResult<T> r) {
-  if (!r.ok()) throw std::runtime_error(r.status.message);
-  return std::move(r.value);
+T checked(Result<T, StoreError> r) {
+  if (!r) throw std::runtime_error(r.error().message);
+  return std::move(r).value();
 }
 
 struct Window {

@@ -44,18 +44,21 @@ uint32_t pid_of_comm(const std::string& comm) {
 void record(const RecordOptions& o) {
   CaptureOptions co;
   co.target_tgid = o.comm.empty() ? o.pid : pid_of_comm(o.comm);
-  BpfCapture::OpenResult r = BpfCapture::open(co);
-  if (!r.capture) throw std::runtime_error("cannot capture: " + r.error);
-  RecordingFile file(o.output, host_record_header(r.capture->possible_cpus()));
+  Result<std::unique_ptr<BpfCapture>, CaptureError> opened =
+      BpfCapture::open(co);
+  if (!opened)
+    throw std::runtime_error("cannot capture: " + opened.error().message);
+  const std::unique_ptr<BpfCapture> capture = std::move(opened).value();
+  RecordingFile file(o.output, host_record_header(capture->possible_cpus()));
   auto drain = [&] {
-    r.capture->poll([&](const rss_event& e) { file.append(e); });
+    capture->poll([&](const rss_event& e) { file.append(e); });
     return true;
   };
   run_until(o.duration_s, drain);
   drain();
   file.close();
   fmt::print(stderr, "rssaudit: recorded {} events to {} ({} dropped)\n",
-             file.events(), o.output, r.capture->drops());
+             file.events(), o.output, capture->drops());
 }
 
 struct ReplayOptions {

@@ -11,7 +11,7 @@ namespace {
 
 constexpr int64_t kNsPerSecond = 1'000'000'000;
 
-TimeArg parse_duration(std::string_view text, int64_t now_ns) {
+Result<int64_t> parse_duration(std::string_view text, int64_t now_ns) {
   int64_t seconds_per_unit = 0;
   switch (text.back()) {
     case 's':
@@ -27,35 +27,36 @@ TimeArg parse_duration(std::string_view text, int64_t now_ns) {
       seconds_per_unit = 86400;
       break;
     default:
-      return std::string("a duration needs a unit: s, m, h or d");
+      return unexpected(Error{"a duration needs a unit: s, m, h or d"});
   }
   const std::string_view digits = text.substr(0, text.size() - 1);
   int64_t count = 0;
   const auto [end, ec] =
       std::from_chars(digits.data(), digits.data() + digits.size(), count);
   if (digits.empty() || ec != std::errc() || end != digits.end() || count < 0)
-    return std::string("expected a count before the unit, as in 15m");
+    return unexpected(Error{"expected a count before the unit, as in 15m"});
   // Anything before the epoch is as good as "since ever".
   if (count > now_ns / kNsPerSecond / seconds_per_unit) return int64_t{0};
   return now_ns - count * seconds_per_unit * kNsPerSecond;
 }
 
-TimeArg parse_local(std::string_view text) {
+Result<int64_t> parse_local(std::string_view text) {
   struct tm tm = {};
   int year, month, day, hour, minute, second = 0, consumed = 0;
   const std::string s(text);
   const int fields = std::sscanf(s.c_str(), "%4d-%2d-%2d %2d:%2d%n", &year,
                                  &month, &day, &hour, &minute, &consumed);
-  if (fields != 5) return std::string("expected YYYY-MM-DD HH:MM (local time)");
+  if (fields != 5)
+    return unexpected(Error{"expected YYYY-MM-DD HH:MM (local time)"});
   if (consumed < static_cast<int>(s.size())) {
     int more = 0;
     if (std::sscanf(s.c_str() + consumed, ":%2d%n", &second, &more) != 1 ||
         consumed + more != static_cast<int>(s.size()))
-      return std::string("expected YYYY-MM-DD HH:MM (local time)");
+      return unexpected(Error{"expected YYYY-MM-DD HH:MM (local time)"});
   }
   if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
       minute > 59 || second > 59 || hour < 0 || minute < 0 || second < 0)
-    return std::string("no such date or time");
+    return unexpected(Error{"no such date or time"});
   tm.tm_year = year - 1900;
   tm.tm_mon = month - 1;
   tm.tm_mday = day;
@@ -66,15 +67,15 @@ TimeArg parse_local(std::string_view text) {
   const time_t t = mktime(&tm);
   // mktime normalises 2024-02-31 to March: refuse instead of surprising.
   if (t == -1 || tm.tm_mday != day || tm.tm_mon != month - 1)
-    return std::string("no such date or time");
+    return unexpected(Error{"no such date or time"});
   return static_cast<int64_t>(t) * kNsPerSecond;
 }
 
 }  // namespace
 
-TimeArg parse_time_arg(std::string_view text, int64_t now_ns) {
+Result<int64_t> parse_time_arg(std::string_view text, int64_t now_ns) {
   if (text == "now") return now_ns;
-  if (text.empty()) return std::string("empty time");
+  if (text.empty()) return unexpected(Error{"empty time"});
   if (text.find('-') != std::string_view::npos) return parse_local(text);
   return parse_duration(text, now_ns);
 }

@@ -6,14 +6,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <variant>
+
+#include "core/result.h"
 
 namespace rssaudit::cli {
 
 // Nanoseconds since the Unix epoch, or why `text` is not a time.
-using TimeArg = std::variant<int64_t, std::string>;
-
-TimeArg parse_time_arg(std::string_view text, int64_t now_ns);
+Result<int64_t> parse_time_arg(std::string_view text, int64_t now_ns);
 
 // Nanoseconds since the Unix epoch, from the system clock.
 int64_t wall_now_ns();

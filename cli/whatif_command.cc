@@ -305,12 +305,14 @@ void whatif_live(const WhatifOptions& o) {
   s.name = fmt::format("pid {} ({})", o.pid, comm_of(sampler, o.pid));
   CaptureOptions co;
   co.target_tgid = o.pid;
-  BpfCapture::OpenResult r = BpfCapture::open(co);
-  if (!r.capture) throw std::runtime_error("cannot capture: " + r.error);
-  s.header = host_record_header(r.capture->possible_cpus());
+  Result<std::unique_ptr<BpfCapture>, CaptureError> capture =
+      BpfCapture::open(co);
+  if (!capture)
+    throw std::runtime_error("cannot capture: " + capture.error().message);
+  s.header = host_record_header((*capture)->possible_cpus());
   s.models = models_for(o, s.header, s.models_as_recorded);
   SchemeReports audit(s.models, o.pid);
-  LiveAudit live(std::move(r.capture), s.header.percpu_batch,
+  LiveAudit live(std::move(capture).value(), s.header.percpu_batch,
                  s.header.page_size, kLivePollNs);
   // Stops early once the process is gone: its mm can change no more.
   unsigned tick = 0;

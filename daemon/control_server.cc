@@ -305,21 +305,24 @@ ControlServerStats ControlServer::stats() const { return state_->stats; }
 
 size_t ControlServer::connections() const { return state_->sessions.size(); }
 
-std::string ControlServer::start() {
+Result<void> ControlServer::start() {
   State& s = *state_;
   const std::string& path = s.options.path;
-  if (s.running) return path + ": control socket already started";
-  if (path.empty()) return "control socket: empty path";
+  if (s.running)
+    return unexpected(Error{path + ": control socket already started"});
+  if (path.empty()) return unexpected(Error{"control socket: empty path"});
   if (path.size() >= sizeof(sockaddr_un::sun_path))
-    return fmt::format("{}: control socket path longer than {} bytes", path,
-                       sizeof(sockaddr_un::sun_path) - 1);
+    return unexpected(
+        Error{fmt::format("{}: control socket path longer than {} bytes", path,
+                          sizeof(sockaddr_un::sun_path) - 1)});
 
   std::optional<gid_t> gid;
   if (!s.options.group.empty()) {
     gid = group_id(s.options.group);
     if (!gid)
-      return fmt::format("{}: control socket group '{}' does not exist", path,
-                         s.options.group);
+      return unexpected(
+          Error{fmt::format("{}: control socket group '{}' does not exist",
+                            path, s.options.group)});
   }
 
   const std::filesystem::path parent =
@@ -328,37 +331,38 @@ std::string ControlServer::start() {
   if (!parent.empty()) {
     std::filesystem::create_directories(parent, fs_ec);
     if (fs_ec)
-      return fmt::format("{}: cannot create directory {}: {}", path,
-                         parent.string(), fs_ec.message());
+      return unexpected(
+          Error{fmt::format("{}: cannot create directory {}: {}", path,
+                            parent.string(), fs_ec.message())});
   }
 
   struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
-      return fmt::format("{}: exists and is not a socket; not replacing it",
-                         path);
+      return unexpected(Error{fmt::format(
+          "{}: exists and is not a socket; not replacing it", path)});
     const int err = probe_listener(path);
     if (err == 0)
-      return fmt::format(
+      return unexpected(Error{fmt::format(
           "{}: another process is listening there (rssauditd already "
           "running?)",
-          path);
+          path)});
     if (err != ECONNREFUSED)
-      return fmt::format("{}: cannot check the existing socket: {}", path,
-                         errno_text(err));
+      return unexpected(Error{fmt::format(
+          "{}: cannot check the existing socket: {}", path, errno_text(err))});
     // Stale: left by a daemon that did not stop cleanly.
     if (unlink(path.c_str()) != 0 && errno != ENOENT)
-      return fmt::format("{}: cannot remove the stale socket: {}", path,
-                         errno_text(errno));
+      return unexpected(Error{fmt::format(
+          "{}: cannot remove the stale socket: {}", path, errno_text(errno))});
   } else if (errno != ENOENT) {
-    return fmt::format("{}: {}", path, errno_text(errno));
+    return unexpected(Error{fmt::format("{}: {}", path, errno_text(errno))});
   }
 
   error_code ec;
   auto fail = [&](std::string why) {
     error_code ignored;
     s.acceptor.close(ignored);
-    return fmt::format("{}: {}", path, why);
+    return unexpected(Error{fmt::format("{}: {}", path, why)});
   };
   s.acceptor.open(Local(), ec);
   if (ec) return fail("socket: " + ec.message());

@@ -26,6 +26,7 @@
 
 #include "core/formats/control_protocol.h"
 #include "core/formats/live_view.h"
+#include "core/result.h"
 
 namespace rssaudit {
 
@@ -65,9 +66,9 @@ class ControlServer {
 
   // Creates the parent directory if missing, replaces a stale socket file,
   // binds, sets mode and group, listens. Refuses (leaving it alone) a path
-  // another process listens on, or one that is not a socket. Empty when
-  // serving; else one line naming the path.
-  [[nodiscard]] std::string start();
+  // another process listens on, or one that is not a socket. On failure,
+  // one line naming the path.
+  Result<void> start();
   // Closes the listener and every connection, and unlinks the socket file.
   // Idempotent.
   void stop();

@@ -111,8 +111,9 @@ class Daemon {
       co.group = options_.socket_group;
       control_ =
           std::make_unique<ControlServer>(io_, co, [this] { return view(); });
-      if (std::string e = control_->start(); !e.empty()) {
-        fmt::print(stderr, "rssauditd: control socket: {}\n", e);
+      if (Result<void> started = control_->start(); !started) {
+        fmt::print(stderr, "rssauditd: control socket: {}\n",
+                   started.error().message);
         return false;
       }
     }
@@ -126,8 +127,9 @@ class Daemon {
           std::make_unique<MetricsServer>(io_, mo, [this](ExpositionFormat f) {
             return render_metrics(view(), metrics_options(), f);
           });
-      if (std::string e = metrics_->start(); !e.empty()) {
-        fmt::print(stderr, "rssauditd: metrics endpoint: {}\n", e);
+      if (Result<void> started = metrics_->start(); !started) {
+        fmt::print(stderr, "rssauditd: metrics endpoint: {}\n",
+                   started.error().message);
         return false;
       }
       fmt::print(stderr, "rssauditd: serving metrics on {}:{}/metrics\n",
@@ -226,23 +228,24 @@ class Daemon {
                                ambiguous - ambiguous_});
       drops_ = drops, unreadable_ = unreadable, ambiguous_ = ambiguous;
     }
-    const StoreStatus s = store_->flush();
-    if (!s.ok() && s.message != last_store_error_)
+    const Result<void, StoreError> s = store_->flush();
+    if (!s && s.error().message != last_store_error_)
       fmt::print(stderr, "rssauditd: history not written, kept in memory: {}\n",
-                 s.message);
-    else if (s.ok() && !last_store_error_.empty())
+                 s.error().message);
+    else if (s && !last_store_error_.empty())
       fmt::print(stderr, "rssauditd: history written again\n");
-    last_store_error_ = s.ok() ? "" : s.message;
-    if (s.ok() && flushes_++ % kFlushesPerRetention == 0) apply_retention();
+    last_store_error_ = s ? "" : s.error().message;
+    if (s && flushes_++ % kFlushesPerRetention == 0) apply_retention();
   }
   void apply_retention() {
     RetentionPolicy p;
     p.max_age = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(options_.retention_days * 86400));
     p.max_bytes = static_cast<uint64_t>(options_.retention_mib * (1 << 20));
-    if (const StoreStatus s = store_->apply_retention(p, realtime_ns());
-        !s.ok())
-      fmt::print(stderr, "rssauditd: retention: {}\n", s.message);
+    if (const Result<void, StoreError> s =
+            store_->apply_retention(p, realtime_ns());
+        !s)
+      fmt::print(stderr, "rssauditd: retention: {}\n", s.error().message);
   }
   void wait_stop_signal() {
     stop_signals_.async_wait([this](auto ec, int sig) {
@@ -268,15 +271,15 @@ class Daemon {
   // and named.
   void reload() {
     notifier_.reloading();
-    LoadedOptions loaded = load_daemon_options(args_);
-    if (!loaded.options) {
+    Result<DaemonOptions, OptionsError> loaded = load_daemon_options(args_);
+    if (!loaded) {
       fmt::print(stderr,
                  "rssauditd: reload failed, configuration unchanged: {}\n",
-                 loaded.error);
+                 loaded.error().message);
       notifier_.ready(status_line());
       return;
     }
-    DaemonOptions next = *loaded.options;
+    DaemonOptions next = std::move(loaded).value();
     const std::vector<std::string> kept = keep_restart_only(options_, next);
     for (const std::string& key : kept)
       fmt::print(stderr, "rssauditd: '{}' changes at the next start only\n",
@@ -338,26 +341,28 @@ class Daemon {
 }  // namespace
 
 int run_daemon(const std::vector<std::string>& args) {
-  LoadedOptions loaded = load_daemon_options(args);
-  if (!loaded.options) {
-    if (loaded.exit_code == 1)
-      fmt::print(stderr, "rssauditd: {}\n", loaded.error);
-    return loaded.exit_code;  // CLI11 printed usage errors and --help
+  const Result<DaemonOptions, OptionsError> loaded = load_daemon_options(args);
+  if (!loaded) {
+    if (loaded.error().exit_code == 1)
+      fmt::print(stderr, "rssauditd: {}\n", loaded.error().message);
+    return loaded.error().exit_code;  // CLI11 printed usage errors and --help
   }
-  const DaemonOptions& options = *loaded.options;
+  const DaemonOptions& options = *loaded;
   auto store = Store::open(options.db, StoreOptions{});
-  if (!store.ok()) {
-    fmt::print(stderr, "rssauditd: {}\n", store.status.message);
+  if (!store) {
+    fmt::print(stderr, "rssauditd: {}\n", store.error().message);
     return 1;
   }
   CaptureOptions co;
   co.target_tgid = options.pid;
-  BpfCapture::OpenResult r = BpfCapture::open(co);
-  if (!r.capture) {
-    fmt::print(stderr, "rssauditd: cannot capture: {}\n", r.error);
+  Result<std::unique_ptr<BpfCapture>, CaptureError> capture =
+      BpfCapture::open(co);
+  if (!capture) {
+    fmt::print(stderr, "rssauditd: cannot capture: {}\n",
+               capture.error().message);
     return 1;
   }
-  const RecordHeader host = host_record_header(r.capture->possible_cpus());
+  const RecordHeader host = host_record_header((*capture)->possible_cpus());
   Topology model = topology_of(host);
   RunInfo run;
   run.host = host.host_name;
@@ -367,9 +372,10 @@ int run_daemon(const std::vector<std::string>& args) {
   run.page_size = host.page_size;
   run.rssaudit_version = RSSAUDIT_VERSION;
   run.started_ns = realtime_ns();
-  std::unique_ptr<Store> db = std::move(store.value);
+  std::unique_ptr<Store> db = std::move(store).value();
   db->begin_run(run);
-  return Daemon(args, options, std::move(r.capture), run, model, std::move(db))
+  return Daemon(args, options, std::move(capture).value(), run, model,
+                std::move(db))
       .run();
 }
 

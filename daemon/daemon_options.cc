@@ -112,42 +112,48 @@ void parse(CLI::App& app, std::vector<std::string> args) {
   app.parse(args);
 }
 
-struct FileEntries {
-  std::vector<ConfigEntry> entries;
-  std::string error;
-};
-
-FileEntries read_config(const std::string& path, bool must_exist) {
+// The entries of the config file at `path`; none when it is missing and
+// need not exist.
+Result<std::vector<ConfigEntry>> read_config(const std::string& path,
+                                             bool must_exist) {
+  const auto unreadable = [&] {
+    return unexpected(Error{fmt::format("{}: cannot read config file", path)});
+  };
   std::ifstream in(path);
   if (!in) {
-    if (!must_exist) return {};
-    return {{}, fmt::format("{}: cannot read config file", path)};
+    if (!must_exist) return std::vector<ConfigEntry>{};
+    return unreadable();
   }
   std::stringstream text;
   text << in.rdbuf();
-  if (in.bad()) return {{}, fmt::format("{}: cannot read config file", path)};
+  if (in.bad()) return unreadable();
   auto parsed = parse_config(text.str());
-  if (auto* e = std::get_if<ConfigSyntaxError>(&parsed))
-    return {{}, fmt::format("{}:{}: {}", path, e->line, e->message)};
-  return {std::get<std::vector<ConfigEntry>>(std::move(parsed)), ""};
+  if (!parsed)
+    return unexpected(Error{fmt::format("{}:{}: {}", path, parsed.error().line,
+                                        parsed.error().message)});
+  return std::move(parsed).value();
 }
 
 // Checks one entry alone, so an error can name its line and key.
-std::string check_entry(const std::string& path, const ConfigEntry& e) {
+Result<void> check_entry(const std::string& path, const ConfigEntry& e) {
+  const auto fail = [](std::string message) {
+    return unexpected(Error{std::move(message)});
+  };
   if (e.key == "config")
-    return fmt::format("{}:{}: key 'config' cannot be set in a config file",
-                       path, e.line);
+    return fail(fmt::format(
+        "{}:{}: key 'config' cannot be set in a config file", path, e.line));
   DaemonOptions scratch;
   CLI::App app;
   add_options(app, scratch);
   if (app.get_option_no_throw("--" + e.key) == nullptr)
-    return fmt::format("{}:{}: unknown key '{}'", path, e.line, e.key);
+    return fail(fmt::format("{}:{}: unknown key '{}'", path, e.line, e.key));
   try {
     parse(app, {"--" + e.key + "=" + e.value});
   } catch (const CLI::ParseError& err) {
-    return fmt::format("{}:{}: key '{}': {}", path, e.line, e.key, err.what());
+    return fail(
+        fmt::format("{}:{}: key '{}': {}", path, e.line, e.key, err.what()));
   }
-  return "";
+  return {};
 }
 
 }  // namespace
@@ -165,7 +171,8 @@ WalkPolicy walk_policy(const DaemonOptions& o) {
   return p;
 }
 
-LoadedOptions load_daemon_options(const std::vector<std::string>& args) {
+Result<DaemonOptions, OptionsError> load_daemon_options(
+    const std::vector<std::string>& args) {
   DaemonOptions flags;
   CLI::App app{"rssauditd: audits every RSS counter update of this host"};
   add_options(app, flags);
@@ -173,7 +180,8 @@ LoadedOptions load_daemon_options(const std::vector<std::string>& args) {
     parse(app, args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, or the error
-    return {std::nullopt, code == 0 ? "" : e.what(), code == 0 ? 0 : 2};
+    return unexpected(code == 0 ? OptionsError{"", 0}
+                                : OptionsError{e.what(), 2});
   }
   std::set<std::string> given;
   for (const CLI::Option* opt : app.get_options())
@@ -183,12 +191,12 @@ LoadedOptions load_daemon_options(const std::vector<std::string>& args) {
   // a fresh install runs on defaults; another path must exist.
   const bool must_exist =
       given.count("--config") > 0 && flags.config != kDefaultConfigPath;
-  FileEntries file = read_config(flags.config, must_exist);
-  if (!file.error.empty()) return {std::nullopt, file.error, 1};
+  Result<std::vector<ConfigEntry>> file = read_config(flags.config, must_exist);
+  if (!file) return unexpected(OptionsError{file.error().message, 1});
   std::vector<std::string> merged;
-  for (const ConfigEntry& e : file.entries) {
-    if (std::string err = check_entry(flags.config, e); !err.empty())
-      return {std::nullopt, err, 1};
+  for (const ConfigEntry& e : *file) {
+    if (Result<void> checked = check_entry(flags.config, e); !checked)
+      return unexpected(OptionsError{checked.error().message, 1});
     if (!given.count("--" + e.key))
       merged.push_back("--" + e.key + "=" + e.value);
   }
@@ -199,9 +207,9 @@ LoadedOptions load_daemon_options(const std::vector<std::string>& args) {
   try {
     parse(final_app, merged);
   } catch (const CLI::ParseError& e) {
-    return {std::nullopt, e.what(), 2};
+    return unexpected(OptionsError{e.what(), 2});
   }
-  return {result, "", 0};
+  return result;
 }
 
 std::vector<std::string> keep_restart_only(const DaemonOptions& running,

@@ -4,11 +4,11 @@
 // at start are kept by keep_restart_only().
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/formats/control_protocol.h"
+#include "core/result.h"
 #include "daemon/history_recorder.h"
 #include "sampler/sampler.h"
 
@@ -42,16 +42,17 @@ struct DaemonOptions {
 
 WalkPolicy walk_policy(const DaemonOptions& o);
 
-struct LoadedOptions {
-  std::optional<DaemonOptions> options;  // empty on error
-  std::string error;  // names the flag, or the file, line and key
-  int exit_code = 0;  // 2: bad flag; 1: bad or unreadable config; 0 with
-                      // no options: --help was printed
+// Why rssauditd must not start with the options it was given.
+struct OptionsError {
+  std::string message;  // names the flag, or the file, line and key
+  int exit_code = 1;    // 2: bad flag; 1: bad or unreadable config; 0 (and
+                        // no message): --help was printed
 };
 
 // Parses the command line (without argv[0]) and the config file it names;
 // the default one is read when present.
-LoadedOptions load_daemon_options(const std::vector<std::string>& args);
+Result<DaemonOptions, OptionsError> load_daemon_options(
+    const std::vector<std::string>& args);
 
 // Sets back in `loaded` the settings that only take effect at start
 // (database, capture target, socket, endpoint) to their `running` values;

@@ -54,8 +54,8 @@ class HistoryRecorder {
   HistoryRecorder(Store& store, ProcessSampler& sampler,
                   RecorderOptions options, int64_t page_size);
 
-  // Samples every live mm's process. Call right after draining the ring
-  // buffer so the BPF-side values are of this moment.
+  // Samples every live mm's process. Call right after draining the
+  // capture's streams so the BPF-side values are of this moment.
   void sample(AuditPipeline& pipeline, int64_t wall_ns);
   // The pipeline's exit hook.
   void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);

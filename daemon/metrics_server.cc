@@ -205,13 +205,14 @@ MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options,
 
 MetricsServer::~MetricsServer() { stop(); }
 
-std::string MetricsServer::start() {
+Result<void> MetricsServer::start() {
   auto& s = *state_;
   const auto& o = s.options;
   const auto where = [&](const beast::error_code& ec) {
     const bool v6 = o.address.find(':') != std::string::npos;
-    return fmt::format("metrics endpoint {}{}{}:{}: {}", v6 ? "[" : "",
-                       o.address, v6 ? "]" : "", o.port, ec.message());
+    return unexpected(
+        Error{fmt::format("metrics endpoint {}{}{}:{}: {}", v6 ? "[" : "",
+                          o.address, v6 ? "]" : "", o.port, ec.message())});
   };
   beast::error_code ec;
   const auto address = asio::ip::make_address(o.address, ec);

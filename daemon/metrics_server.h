@@ -18,6 +18,7 @@
 #include <string>
 
 #include "core/formats/openmetrics.h"
+#include "core/result.h"
 
 namespace rssaudit {
 
@@ -43,9 +44,9 @@ class MetricsServer {
   MetricsServer& operator=(const MetricsServer&) = delete;
   ~MetricsServer();  // stop()
 
-  // Binds and listens; empty on success, else why, naming address:port.
-  // Call on the loop thread (or before the loop runs).
-  [[nodiscard]] std::string start();
+  // Binds and listens, or says why not, naming address:port. Call on the
+  // loop thread (or before the loop runs).
+  Result<void> start();
   // The bound port (the ephemeral one when options.port was 0); 0 before
   // start() succeeded.
   uint16_t port() const;

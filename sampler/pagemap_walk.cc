@@ -76,51 +76,47 @@ PagemapWalker::PagemapWalker(ZeroPagePfns zero, size_t chunk_entries)
       chunk_(chunk_entries),
       page_size_(static_cast<uint64_t>(::sysconf(_SC_PAGESIZE))) {}
 
-PagemapWalkResult PagemapWalker::walk(const ProcDir& dir, ProcReader& reader) {
-  PagemapWalkResult result;
-  const auto fail = [&](PagemapWalkResult::Step step, int error,
-                        std::string message) {
-    result.status = error ? classify_proc_errno(error) : ReadStatus::kFailed;
-    result.failed_step = step;
-    result.error = error;
-    result.message = std::move(message);
-    return std::move(result);
+Result<PagemapWalk, WalkError> PagemapWalker::walk(const ProcDir& dir,
+                                                   ProcReader& reader) {
+  const auto fail = [](WalkError::Step step, int error, std::string message) {
+    return unexpected(WalkError{
+        step,
+        {error ? classify_proc_errno(error) : ReadStatus::kFailed, error},
+        std::move(message)});
   };
 
-  const ReadResult maps = reader.read(dir, "maps");
-  if (!maps.ok()) {
-    return fail(
-        PagemapWalkResult::Step::kReadMaps, maps.error,
-        fmt::format("reading /proc/PID/maps: {}", std::strerror(maps.error)));
+  const Result<std::string_view, ReadError> maps = reader.read(dir, "maps");
+  if (!maps) {
+    return fail(WalkError::Step::kReadMaps, maps.error().errnum,
+                fmt::format("reading /proc/PID/maps: {}",
+                            std::strerror(maps.error().errnum)));
   }
-  const ParseResult<std::vector<Vma>> vmas = parse_proc_maps(maps.text);
-  if (!vmas.ok()) {
-    return fail(PagemapWalkResult::Step::kParseMaps, 0, vmas.error().message);
-  }
+  const Result<std::vector<Vma>, ParseError> vmas = parse_proc_maps(*maps);
+  if (!vmas) return fail(WalkError::Step::kParseMaps, 0, vmas.error().message);
 
   const int fd = dir.open_file("pagemap");
   if (fd < 0) {
     return fail(
-        PagemapWalkResult::Step::kPagemap, -fd,
+        WalkError::Step::kPagemap, -fd,
         fmt::format("opening /proc/PID/pagemap: {}", std::strerror(-fd)));
   }
   const UniqueFd pagemap(fd);
-  PagemapWalk& walk = result.walk;
+  PagemapWalk walk;
   walk.zero_page_known = zero_.known();
-  for (const Vma& vma : vmas.value()) {
+  for (const Vma& vma : *vmas) {
     const VmaKind kind = vma.kind();
     // Above the user range pagemap covers, and never in RSS.
     if (kind == VmaKind::kVsyscall) continue;
     ++walk.vmas;
     PagemapTally& tally = walk.by_kind[static_cast<size_t>(kind)];
     if (const int error = walk_vma(fd, vma.start, vma.end, tally, walk)) {
-      return fail(PagemapWalkResult::Step::kPagemap, error,
+      return fail(WalkError::Step::kPagemap, error,
                   fmt::format("reading /proc/PID/pagemap at {:#x}: {}",
                               vma.start, std::strerror(error)));
     }
   }
   for (const PagemapTally& tally : walk.by_kind) walk.total += tally;
-  return result;
+  return walk;
 }
 
 int PagemapWalker::walk_vma(int fd, uint64_t start, uint64_t end,

@@ -69,16 +69,13 @@ struct PagemapWalk {
   }
 };
 
-struct PagemapWalkResult {
+// Why a walk failed, and at which step: the sampler counts each apart.
+struct WalkError {
   enum class Step : uint8_t { kReadMaps, kParseMaps, kPagemap };
 
-  ReadStatus status = ReadStatus::kOk;
-  Step failed_step = Step::kReadMaps;  // meaningful unless status is kOk
-  int error = 0;        // the errno behind the status; 0 for kParseMaps
+  Step step = Step::kReadMaps;
+  ReadError read;       // kFailed with errnum 0 for kParseMaps
   std::string message;  // why it failed, for logs
-  PagemapWalk walk;
-
-  bool ok() const { return status == ReadStatus::kOk; }
 };
 
 class PagemapWalker {
@@ -91,7 +88,7 @@ class PagemapWalker {
 
   // Reads maps with `reader`, then walks every VMA's entries. VMAs that
   // change between the two reads are walked as they are then.
-  PagemapWalkResult walk(const ProcDir& dir, ProcReader& reader);
+  Result<PagemapWalk, WalkError> walk(const ProcDir& dir, ProcReader& reader);
 
  private:
   // Tallies the entries of [start, end) into `kind` and the zero-page

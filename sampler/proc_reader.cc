@@ -50,9 +50,12 @@ int ProcDir::open_file(const char* name) const {
   return fd < 0 ? -errno : fd;
 }
 
-ReadResult ProcReader::read(const ProcDir& dir, const char* name) {
+Result<std::string_view, ReadError> ProcReader::read(const ProcDir& dir,
+                                                     const char* name) {
+  if (dir.status() != ReadStatus::kOk)
+    return unexpected(ReadError{dir.status(), dir.error()});
   const int fd = dir.open_file(name);
-  if (fd < 0) return {classify_proc_errno(-fd), -fd, {}};
+  if (fd < 0) return unexpected(ReadError{classify_proc_errno(-fd), -fd});
   const UniqueFd owned(fd);
   size_t length = 0;
   for (;;) {
@@ -62,12 +65,12 @@ ReadResult ProcReader::read(const ProcDir& dir, const char* name) {
     if (n < 0) {
       if (errno == EINTR) continue;
       const int error = errno;
-      return {classify_proc_errno(error), error, {}};
+      return unexpected(ReadError{classify_proc_errno(error), error});
     }
     if (n == 0) break;
     length += static_cast<size_t>(n);
   }
-  return {ReadStatus::kOk, 0, std::string_view(buffer_.data(), length)};
+  return std::string_view(buffer_.data(), length);
 }
 
 }  // namespace rssaudit

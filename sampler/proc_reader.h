@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/result.h"
 #include "os/unique_fd.h"
 
 namespace rssaudit {
@@ -23,14 +24,12 @@ enum class ReadStatus : uint8_t {
 // The status an errno from opening or reading a /proc file means.
 ReadStatus classify_proc_errno(int error);
 
-struct ReadResult {
-  ReadStatus status = ReadStatus::kOk;
-  int error = 0;  // the errno behind a status other than kOk
-  // The whole file; a view into the reader's buffer, valid until its next
-  // read. Empty unless kOk.
-  std::string_view text;
+// Why a /proc file or directory could not be read.
+struct ReadError {
+  ReadStatus status = ReadStatus::kFailed;  // never kOk
+  int errnum = 0;                           // the errno behind it
 
-  bool ok() const { return status == ReadStatus::kOk; }
+  bool vanished() const { return status == ReadStatus::kVanished; }
 };
 
 // An open /proc/PID directory. Files opened through it belong to the process
@@ -62,8 +61,10 @@ class ProcReader {
   // reads until EOF. seq_file files produce a page or more per read and
   // drop the process's locks between reads, so each read asks for all the
   // room the buffer has. The buffer only grows: no allocation once it fits
-  // the largest file read.
-  ReadResult read(const ProcDir& dir, const char* name);
+  // the largest file read. The text is a view into the buffer, valid until
+  // the next read. A directory that did not open fails with its own error.
+  Result<std::string_view, ReadError> read(const ProcDir& dir,
+                                           const char* name);
 
   size_t capacity() const { return buffer_.size(); }
 

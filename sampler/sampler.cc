@@ -62,20 +62,20 @@ bool ProcessSampler::read_parsed(const ProcDir& dir, ProcFile file,
                                  const char* name, Parse parse, T& out,
                                  SampleResult& result) {
   const size_t index = static_cast<size_t>(file);
-  const ReadResult read = reader_.read(dir, name);
-  if (read.status == ReadStatus::kVanished) {
+  const Result<std::string_view, ReadError> text = reader_.read(dir, name);
+  if (!text && text.error().vanished()) {
     finish(result, SampleOutcome::kVanished);
     return false;
   }
-  if (!read.ok()) {
+  if (!text) {
     ++stats_.read_failures[index];
-    result.error =
-        read_error(result.sample.id.pid, proc_file_name(file), read.error);
+    result.error = read_error(result.sample.id.pid, proc_file_name(file),
+                              text.error().errnum);
     finish(result, SampleOutcome::kFailed);
     return false;
   }
-  ParseResult<T> parsed = parse(read.text);
-  if (!parsed.ok()) {
+  Result<T, ParseError> parsed = parse(*text);
+  if (!parsed) {
     ++stats_.parse_failures[index];
     result.error =
         fmt::format("pid {}: {}", result.sample.id.pid, parsed.error().message);
@@ -135,17 +135,18 @@ IdentityResult ProcessSampler::identify(uint32_t pid) {
   IdentityResult out;
   const ProcDir dir = ProcDir::open(proc_root_, pid);
   if (dir.status() != ReadStatus::kOk) return out;
-  const ReadResult stat = reader_.read(dir, "stat");
-  if (!stat.ok()) return out;
-  auto parsed = parse_proc_stat(stat.text);
-  if (!parsed.ok()) return out;
+  const Result<std::string_view, ReadError> stat = reader_.read(dir, "stat");
+  if (!stat) return out;
+  auto parsed = parse_proc_stat(*stat);
+  if (!parsed) return out;
   out.stat = std::move(parsed).value();
   const char state = out.stat->state;
   out.state = (state == 'Z' || state == 'X') ? IdentityResult::State::kZombie
                                              : IdentityResult::State::kAlive;
-  const ReadResult cgroup = reader_.read(dir, "cgroup");
-  if (cgroup.ok()) {
-    if (auto c = parse_proc_cgroup(cgroup.text); c.ok())
+  const Result<std::string_view, ReadError> cgroup =
+      reader_.read(dir, "cgroup");
+  if (cgroup) {
+    if (auto c = parse_proc_cgroup(*cgroup); c)
       out.cgroup = std::move(c).value();
   }
   return out;
@@ -169,16 +170,17 @@ std::vector<uint32_t> ProcessSampler::pids() const {
 bool ProcessSampler::read_cgroup(const ProcDir& dir, SampleResult& result) {
   Sample& s = result.sample;
   const size_t index = static_cast<size_t>(ProcFile::kCgroup);
-  const ReadResult read = reader_.read(dir, "cgroup");
-  if (read.status == ReadStatus::kVanished) {
+  const Result<std::string_view, ReadError> text = reader_.read(dir, "cgroup");
+  if (!text && text.error().vanished()) {
     finish(result, SampleOutcome::kVanished);
     return false;
   }
   std::string why;
-  if (!read.ok()) {
+  if (!text) {
     ++stats_.read_failures[index];
-    why = read_error(s.id.pid, proc_file_name(ProcFile::kCgroup), read.error);
-  } else if (auto parsed = parse_proc_cgroup(read.text); !parsed.ok()) {
+    why = read_error(s.id.pid, proc_file_name(ProcFile::kCgroup),
+                     text.error().errnum);
+  } else if (auto parsed = parse_proc_cgroup(*text); !parsed) {
     ++stats_.parse_failures[index];
     why = fmt::format("pid {}: {}", s.id.pid, parsed.error().message);
   } else {
@@ -206,17 +208,18 @@ bool ProcessSampler::take_walks(const ProcDir& dir,
     result.error += why;
   };
 
-  const ReadResult rollup = reader_.read(dir, "smaps_rollup");
-  if (rollup.status == ReadStatus::kVanished) {
+  const Result<std::string_view, ReadError> rollup =
+      reader_.read(dir, "smaps_rollup");
+  if (!rollup && rollup.error().vanished()) {
     finish(result, SampleOutcome::kVanished);
     return false;
   }
   const size_t rollup_index = static_cast<size_t>(ProcFile::kSmapsRollup);
-  if (!rollup.ok()) {
+  if (!rollup) {
     ++stats_.read_failures[rollup_index];
     failed(read_error(request.pid, proc_file_name(ProcFile::kSmapsRollup),
-                      rollup.error));
-  } else if (auto parsed = parse_proc_smaps_rollup(rollup.text); !parsed.ok()) {
+                      rollup.error().errnum));
+  } else if (auto parsed = parse_proc_smaps_rollup(*rollup); !parsed) {
     ++stats_.parse_failures[rollup_index];
     failed(fmt::format("pid {}: {}", request.pid, parsed.error().message));
   } else {
@@ -224,27 +227,27 @@ bool ProcessSampler::take_walks(const ProcDir& dir,
     ++stats_.smaps_rollup_walks;
   }
 
-  PagemapWalkResult walk = walker_.walk(dir, reader_);
-  if (walk.status == ReadStatus::kVanished) {
+  Result<PagemapWalk, WalkError> walk = walker_.walk(dir, reader_);
+  if (!walk && walk.error().read.vanished()) {
     finish(result, SampleOutcome::kVanished);
     return false;
   }
-  if (!walk.ok()) {
+  if (!walk) {
     const size_t maps_index = static_cast<size_t>(ProcFile::kMaps);
-    switch (walk.failed_step) {
-      case PagemapWalkResult::Step::kReadMaps:
+    switch (walk.error().step) {
+      case WalkError::Step::kReadMaps:
         ++stats_.read_failures[maps_index];
         break;
-      case PagemapWalkResult::Step::kParseMaps:
+      case WalkError::Step::kParseMaps:
         ++stats_.parse_failures[maps_index];
         break;
-      case PagemapWalkResult::Step::kPagemap:
+      case WalkError::Step::kPagemap:
         ++stats_.pagemap_read_failures;
         break;
     }
-    failed(fmt::format("pid {}: {}", request.pid, walk.message));
+    failed(fmt::format("pid {}: {}", request.pid, walk.error().message));
   } else {
-    s.pagemap = std::move(walk.walk);
+    s.pagemap = std::move(walk).value();
     ++stats_.pagemap_walks;
   }
   return true;

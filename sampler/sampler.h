@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/procfs/proc_cgroup.h"
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
 #include "core/procfs/proc_smaps_rollup.h"
 #include "core/procfs/proc_stat.h"
 #include "core/procfs/proc_statm.h"

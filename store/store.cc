@@ -22,17 +22,17 @@ std::string sample_insert_sql() {
                      kSampleColumns, params);
 }
 
-StoreStatus::Code code_of_errno(int err) {
+StoreError::Code code_of_errno(int err) {
   switch (err) {
     case EROFS:
     case EACCES:
     case EPERM:
-      return StoreStatus::Code::kReadOnly;
+      return StoreError::Code::kReadOnly;
     case ENOSPC:
     case EDQUOT:
-      return StoreStatus::Code::kFull;
+      return StoreError::Code::kFull;
     default:
-      return StoreStatus::Code::kIo;
+      return StoreError::Code::kIo;
   }
 }
 
@@ -42,55 +42,55 @@ Store::FileLock::~FileLock() {
   if (fd >= 0) close(fd);
 }
 
-StoreResult<std::unique_ptr<Store>> Store::open(const std::string& path,
-                                                const StoreOptions& options) {
+Result<std::unique_ptr<Store>, StoreError> Store::open(
+    const std::string& path, const StoreOptions& options) {
   // Opening for writing first also turns a read-only file or mount into a
   // plain message, before SQLite would fall back to reading it.
   auto lock = std::make_unique<FileLock>(
       ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock->fd < 0) {
     const int err = errno;
-    return {nullptr,
-            {code_of_errno(err), fmt::format("{}: cannot open for writing: {}",
-                                             path, std::strerror(err))}};
+    return unexpected(
+        StoreError{code_of_errno(err), fmt::format("{}: cannot open for "
+                                                   "writing: {}",
+                                                   path, std::strerror(err))});
   }
   if (flock(lock->fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    return {
-        nullptr,
-        {err == EWOULDBLOCK ? StoreStatus::Code::kBusy : StoreStatus::Code::kIo,
-         fmt::format("{}: {}", path,
-                     err == EWOULDBLOCK
-                         ? "in use by another rssauditd (one writer per "
-                           "database)"
-                         : std::strerror(err))}};
+    return unexpected(StoreError{
+        err == EWOULDBLOCK ? StoreError::Code::kBusy : StoreError::Code::kIo,
+        fmt::format("{}: {}", path,
+                    err == EWOULDBLOCK
+                        ? "in use by another rssauditd (one writer per "
+                          "database)"
+                        : std::strerror(err))});
   }
-  StoreResult<std::unique_ptr<Database>> db =
+  Result<std::unique_ptr<Database>, StoreError> db =
       Database::open(path, Database::Mode::kReadWrite);
-  if (!db.ok()) return {nullptr, std::move(db.status)};
+  if (!db) return unexpected(std::move(db).error());
 
   std::unique_ptr<Store> store(
-      new Store(std::move(lock), std::move(db.value), options));
-  StoreResult<int64_t> process =
+      new Store(std::move(lock), std::move(db).value(), options));
+  Result<int64_t, StoreError> process =
       store->db_->query_int("SELECT coalesce(max(id), 0) + 1 FROM processes");
-  StoreResult<int64_t> run =
+  Result<int64_t, StoreError> run =
       store->db_->query_int("SELECT coalesce(max(id), 0) + 1 FROM runs");
-  for (StoreStatus* s : {&process.status, &run.status}) {
-    if (!s->ok()) return {nullptr, std::move(*s)};
+  for (Result<int64_t, StoreError>* next_id : {&process, &run}) {
+    if (!*next_id) return unexpected(std::move(*next_id).error());
   }
-  store->next_process_id_ = process.value;
-  store->next_run_id_ = run.value;
+  store->next_process_id_ = *process;
+  store->next_run_id_ = *run;
   // The per-process index of a large history is written at one place per
   // process: a 16 MiB page cache keeps ingest from re-reading it, and
   // checkpoints every 16 MiB of WAL write each page back once for several
   // flushes.
-  StoreStatus s = store->db_->exec(
+  Result<void, StoreError> s = store->db_->exec(
       "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 4096; "
       "PRAGMA journal_size_limit = 16777216",
       "configuring");
-  if (s.ok()) s = store->prepare_all();
-  if (!s.ok()) return {nullptr, std::move(s)};
-  return {std::move(store), {}};
+  if (s) s = store->prepare_all();
+  if (!s) return unexpected(std::move(s).error());
+  return store;
 }
 
 std::string Store::sql_text(Sql q) {
@@ -126,7 +126,7 @@ std::string Store::sql_text(Sql q) {
              "detail) "
              "VALUES (?, ?, ?, ?, ?)";
     case kInsertLoss:
-      return "INSERT INTO losses (run_id, time_ns, ring_drops, "
+      return "INSERT INTO losses (run_id, time_ns, capture_drops, "
              "unreadable_files, "
              "ambiguous_events, store_dropped) VALUES (?, ?, ?, ?, ?, ?)";
     case kDeleteSamples:
@@ -171,12 +171,13 @@ std::string Store::sql_text(Sql q) {
   return {};
 }
 
-StoreStatus Store::prepare_all() {
+Result<void, StoreError> Store::prepare_all() {
   sql_.clear();
   for (int q = 0; q < kSqlCount; ++q) {
-    StoreResult<Statement> s = db_->prepare(sql_text(static_cast<Sql>(q)));
-    if (!s.ok()) return std::move(s.status);
-    sql_.push_back(std::move(s.value));
+    Result<Statement, StoreError> s =
+        db_->prepare(sql_text(static_cast<Sql>(q)));
+    if (!s) return unexpected(std::move(s).error());
+    sql_.push_back(std::move(s).value());
   }
   return {};
 }
@@ -294,23 +295,25 @@ size_t Store::pending_rows() const {
 }
 
 template <class Body>
-StoreStatus Store::transaction(std::string_view what, Body&& body) {
-  StoreStatus s = db_->exec("BEGIN IMMEDIATE", what);
-  if (s.ok()) s = body();
-  if (s.ok()) s = db_->exec("COMMIT", what);
-  if (!s.ok()) db_->rollback();
+Result<void, StoreError> Store::transaction(std::string_view what,
+                                            Body&& body) {
+  Result<void, StoreError> s = db_->exec("BEGIN IMMEDIATE", what);
+  if (s) s = body();
+  if (s) s = db_->exec("COMMIT", what);
+  if (!s) db_->rollback();
   return s;
 }
 
-StoreStatus Store::flush() {
+Result<void, StoreError> Store::flush() {
   if (pending_rows() == 0 && dirty_processes_.empty() && !run_dirty_ &&
       dropped_unrecorded_ == 0) {
     return {};
   }
-  StoreStatus s = transaction(fmt::format("writing {} rows", pending_rows()),
-                              [&] { return write_batch(); });
-  if (!s.ok()) {
-    s.message += "; the batch is kept for the next flush";
+  Result<void, StoreError> s =
+      transaction(fmt::format("writing {} rows", pending_rows()),
+                  [&] { return write_batch(); });
+  if (!s) {
+    s.error().message += "; the batch is kept for the next flush";
     return s;
   }
   run_dirty_ = false;
@@ -333,9 +336,9 @@ StoreStatus Store::flush() {
   return {};
 }
 
-StoreStatus Store::write_batch() {
+Result<void, StoreError> Store::write_batch() {
   const std::string_view what = "writing the batch";
-  StoreStatus s;
+  Result<void, StoreError> s;
   if (run_dirty_) {
     Statement& q = sql_[kUpsertRun];
     q.bind(1, run_id_);
@@ -347,7 +350,7 @@ StoreStatus Store::write_batch() {
     q.bind_text(7, run_.rssaudit_version);
     q.bind(8, run_.started_ns);
     q.bind_optional(9, run_ended_ns_);
-    if (s = db_->run(q, what); !s.ok()) return s;
+    if (s = db_->run(q, what); !s) return s;
   }
   for (int64_t id : dirty_processes_) {
     const Process& p = processes_.at(id);
@@ -361,7 +364,7 @@ StoreStatus Store::write_batch() {
       update.bind_optional(6, p.exit_residue);
       update.bind(7, p.first_seen_ns);
       update.bind_optional(8, p.true_peak);
-      if (s = db_->run(update, what); !s.ok()) return s;
+      if (s = db_->run(update, what); !s) return s;
       continue;
     }
     Statement& upsert = sql_[kUpsertProcess];
@@ -376,13 +379,13 @@ StoreStatus Store::write_batch() {
     upsert.bind_optional(9, p.exit_ns);
     upsert.bind_optional(10, p.exit_residue);
     upsert.bind_optional(11, p.true_peak);
-    if (s = db_->run(upsert, what); !s.ok()) return s;
+    if (s = db_->run(upsert, what); !s) return s;
   }
   Statement& sample = sql_[kInsertSample];
   for (const SampleRow& row : samples_) {
     bind_sample(sample, 1, row);
     sample.bind_optional(kSampleColumnCount + 1, rss_drift(row));
-    if (s = db_->run(sample, what); !s.ok()) return s;
+    if (s = db_->run(sample, what); !s) return s;
   }
   Statement& model = sql_[kInsertModelError];
   for (const ModelErrorRow& row : model_errors_) {
@@ -394,7 +397,7 @@ StoreStatus Store::write_batch() {
     model.bind_optional(6, row.bound);
     model.bind(7, row.shared_updates);
     model.bind(8, row.bytes_per_mm);
-    if (s = db_->run(model, what); !s.ok()) return s;
+    if (s = db_->run(model, what); !s) return s;
   }
   Statement& anomaly = sql_[kInsertAnomaly];
   for (const PendingAnomaly& a : anomalies_) {
@@ -403,21 +406,21 @@ StoreStatus Store::write_batch() {
     anomaly.bind(3, a.row.time_ns);
     anomaly.bind_text(4, a.row.kind);
     anomaly.bind_text(5, a.row.detail);
-    if (s = db_->run(anomaly, what); !s.ok()) return s;
+    if (s = db_->run(anomaly, what); !s) return s;
   }
   Statement& loss = sql_[kInsertLoss];
   auto write_loss = [&](int64_t run_id, const LossRow& row,
                         uint64_t store_dropped) {
     loss.bind(1, run_id);
     loss.bind(2, row.time_ns);
-    loss.bind(3, row.ring_drops);
+    loss.bind(3, row.capture_drops);
     loss.bind(4, row.unreadable_files);
     loss.bind(5, row.ambiguous_events);
     loss.bind(6, store_dropped);
     return db_->run(loss, what);
   };
   for (const PendingLoss& l : losses_) {
-    if (s = write_loss(l.run_id, l.row, 0); !s.ok()) return s;
+    if (s = write_loss(l.run_id, l.row, 0); !s) return s;
   }
   // The store's own loss: rows it dropped while flushes were failing.
   if (dropped_unrecorded_ > 0) {
@@ -427,31 +430,31 @@ StoreStatus Store::write_batch() {
   return s;
 }
 
-StoreStatus Store::apply_retention(const RetentionPolicy& policy,
-                                   int64_t now_ns) {
-  StoreStatus s;
+Result<void, StoreError> Store::apply_retention(const RetentionPolicy& policy,
+                                                int64_t now_ns) {
+  Result<void, StoreError> s;
   if (policy.max_age.count() > 0)
     s = delete_before(now_ns - policy.max_age.count());
-  if (s.ok() && policy.max_bytes > 0) s = trim_to_size(policy.max_bytes);
+  if (s && policy.max_bytes > 0) s = trim_to_size(policy.max_bytes);
   // A large delete fills the WAL; write it back and truncate it now.
-  if (s.ok()) {
+  if (s) {
     s = db_->exec("PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
   }
   return s;
 }
 
-StoreStatus Store::delete_before(int64_t cutoff_ns) {
-  StoreStatus s = transaction("deleting old rows", [&] {
+Result<void, StoreError> Store::delete_before(int64_t cutoff_ns) {
+  Result<void, StoreError> s = transaction("deleting old rows", [&] {
     for (Sql q : {kDeleteSamples, kDeleteModelErrors, kDeleteAnomalies,
                   kDeleteLosses, kDeleteProcesses, kDeleteRuns}) {
       sql_[q].bind(1, cutoff_ns);
       if (q == kDeleteRuns) sql_[q].bind(2, run_id_);
-      StoreStatus r = db_->run(sql_[q], "deleting old rows");
-      if (!r.ok()) return r;
+      Result<void, StoreError> r = db_->run(sql_[q], "deleting old rows");
+      if (!r) return r;
     }
-    return StoreStatus{};
+    return Result<void, StoreError>();
   });
-  if (!s.ok()) return s;
+  if (!s) return s;
   // The rows of cached processes may be gone: an idle one gets a new row
   // when seen again, the others are written whole by the next flush.
   seen_cache_id_ = 0;
@@ -465,17 +468,17 @@ StoreStatus Store::delete_before(int64_t cutoff_ns) {
   return s;
 }
 
-StoreStatus Store::trim_to_size(uint64_t max_bytes) {
+Result<void, StoreError> Store::trim_to_size(uint64_t max_bytes) {
   // Deletes by time, oldest first, a share of the time range proportional to
   // the excess; rows and pages do not shrink in proportion, hence the loop.
   for (int round = 0; round < 64; ++round) {
-    StoreResult<int64_t> pages = db_->query_int(
+    Result<int64_t, StoreError> pages = db_->query_int(
         "SELECT page_count - freelist_count FROM pragma_page_count, "
         "pragma_freelist_count");
-    StoreResult<int64_t> page_size = db_->query_int("PRAGMA page_size");
-    if (!pages.ok()) return pages.status;
-    if (!page_size.ok()) return page_size.status;
-    const uint64_t used = static_cast<uint64_t>(pages.value * page_size.value);
+    Result<int64_t, StoreError> page_size = db_->query_int("PRAGMA page_size");
+    if (!pages) return unexpected(std::move(pages).error());
+    if (!page_size) return unexpected(std::move(page_size).error());
+    const uint64_t used = static_cast<uint64_t>(*pages * *page_size);
     if (used <= max_bytes) return {};
 
     Statement& range = sql_[kTimeRange];
@@ -493,7 +496,8 @@ StoreStatus Store::trim_to_size(uint64_t max_bytes) {
     const auto span = static_cast<double>(*newest - *oldest + 1);
     const int64_t step =
         std::max<int64_t>(1, static_cast<int64_t>(span * excess));
-    if (StoreStatus s = delete_before(*oldest + step); !s.ok()) return s;
+    if (Result<void, StoreError> s = delete_before(*oldest + step); !s)
+      return s;
   }
   return {};
 }

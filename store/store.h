@@ -3,7 +3,7 @@
 // the whole batch in one transaction. A failed flush (disk full, read-only,
 // I/O error) keeps the batch for the next one, bounded by dropping the
 // oldest rows, which are counted and recorded as a loss once writing works
-// again. Nothing is thrown: every failure is a StoreStatus naming the file.
+// again. Nothing is thrown: every failure is a StoreError naming the file.
 //
 // One writer per database: open() takes an exclusive lock on the file, so a
 // second rssauditd on the same database is refused, and the ids this class
@@ -41,8 +41,8 @@ struct RetentionPolicy {
 class Store {
  public:
   // Creates the file, or upgrades its schema, then prepares the statements.
-  static StoreResult<std::unique_ptr<Store>> open(const std::string& path,
-                                                  const StoreOptions& options);
+  static Result<std::unique_ptr<Store>, StoreError> open(
+      const std::string& path, const StoreOptions& options);
 
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -74,12 +74,13 @@ class Store {
 
   // Writes the batch in one transaction. On failure the batch is kept and
   // retried by the next flush; rows already stored are never touched.
-  StoreStatus flush();
+  Result<void, StoreError> flush();
 
   // Deletes rows older than `now_ns - max_age`, then the oldest rows until
   // the data fits in max_bytes. The file keeps its size: SQLite reuses the
   // freed pages, so applied regularly this bounds the file too.
-  StoreStatus apply_retention(const RetentionPolicy& policy, int64_t now_ns);
+  Result<void, StoreError> apply_retention(const RetentionPolicy& policy,
+                                           int64_t now_ns);
 
   // Rows waiting for a successful flush.
   size_t pending_rows() const;
@@ -145,19 +146,19 @@ class Store {
         const StoreOptions& options)
       : lock_(std::move(lock)), db_(std::move(db)), options_(options) {}
   static std::string sql_text(Sql q);
-  StoreStatus prepare_all();
+  Result<void, StoreError> prepare_all();
   template <class T>
   void push_capped(std::deque<T>& rows, T row, int64_t time_ns);
-  StoreStatus write_batch();
+  Result<void, StoreError> write_batch();
   void mark_dirty(int64_t process_id, Process& p);
   // Keeps every row of a cached process within its [first_seen_ns,
   // last_seen_ns], which readers and retention use to find its rows.
   void widen_seen(int64_t process_id, int64_t time_ns);
   // Runs `body` in one write transaction, rolled back if it fails.
   template <class Body>
-  StoreStatus transaction(std::string_view what, Body&& body);
-  StoreStatus delete_before(int64_t cutoff_ns);
-  StoreStatus trim_to_size(uint64_t max_bytes);
+  Result<void, StoreError> transaction(std::string_view what, Body&& body);
+  Result<void, StoreError> delete_before(int64_t cutoff_ns);
+  Result<void, StoreError> trim_to_size(uint64_t max_bytes);
 
   // Declared first so it is released last, after SQLite closed the file:
   // closing another descriptor of the file earlier would drop SQLite's

@@ -13,27 +13,23 @@ namespace {
 // PRAGMA application_id of rssaudit databases: "RSSA".
 constexpr int64_t kApplicationId = 0x52535341;
 
-StoreStatus::Code code_of(int rc) {
+StoreError::Code code_of(int rc) {
   switch (rc & 0xff) {
-    case SQLITE_OK:
-    case SQLITE_ROW:
-    case SQLITE_DONE:
-      return StoreStatus::Code::kOk;
     case SQLITE_FULL:
-      return StoreStatus::Code::kFull;
+      return StoreError::Code::kFull;
     case SQLITE_READONLY:
-      return StoreStatus::Code::kReadOnly;
+      return StoreError::Code::kReadOnly;
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
-      return StoreStatus::Code::kIo;
+      return StoreError::Code::kIo;
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-      return StoreStatus::Code::kCorrupt;
+      return StoreError::Code::kCorrupt;
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return StoreStatus::Code::kBusy;
+      return StoreError::Code::kBusy;
     default:
-      return StoreStatus::Code::kOther;
+      return StoreError::Code::kOther;
   }
 }
 
@@ -91,16 +87,20 @@ std::string Statement::column_text(int index) const {
 
 Database::~Database() { sqlite3_close_v2(db_); }
 
-StoreResult<std::unique_ptr<Database>> Database::open(const std::string& path,
-                                                      Mode mode) {
+Result<std::unique_ptr<Database>, StoreError> Database::open(
+    const std::string& path, Mode mode) {
   return open_at(path, mode, latest_schema_version());
 }
 
-StoreStatus Database::create_at_version(const std::string& path, int version) {
-  return open_at(path, Mode::kReadWrite, version).status;
+Result<void, StoreError> Database::create_at_version(const std::string& path,
+                                                     int version) {
+  Result<std::unique_ptr<Database>, StoreError> db =
+      open_at(path, Mode::kReadWrite, version);
+  if (!db) return unexpected(std::move(db).error());
+  return {};
 }
 
-StoreResult<std::unique_ptr<Database>> Database::open_at(
+Result<std::unique_ptr<Database>, StoreError> Database::open_at(
     const std::string& path, Mode mode, int version) {
   const int flags =
       (mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
@@ -110,41 +110,40 @@ StoreResult<std::unique_ptr<Database>> Database::open_at(
   const int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   // Owns the handle even when the open failed, as SQLite requires.
   std::unique_ptr<Database> db(new Database(path, handle));
-  if (rc != SQLITE_OK) return {nullptr, db->error(rc, "cannot open")};
+  if (rc != SQLITE_OK) return db->error(rc, "cannot open");
   sqlite3_extended_result_codes(handle, 1);
   // Readers and the writer never wait long on each other in WAL mode; this
   // covers WAL recovery after a crash and checkpoints.
   sqlite3_busy_timeout(handle, 5000);
   if (mode == Mode::kReadWrite && sqlite3_db_readonly(handle, "main") == 1) {
-    return {nullptr,
-            {StoreStatus::Code::kReadOnly,
-             fmt::format("{}: the file or its file system is read-only; "
-                         "rssauditd must write its database (choose another "
-                         "with --db)",
-                         path)}};
+    return unexpected(StoreError{
+        StoreError::Code::kReadOnly,
+        fmt::format("{}: the file or its file system is read-only; "
+                    "rssauditd must write its database (choose another "
+                    "with --db)",
+                    path)});
   }
 
-  StoreResult<int64_t> current = db->checked_version(mode, version);
-  if (!current.ok()) return {nullptr, std::move(current.status)};
+  Result<int64_t, StoreError> current = db->checked_version(mode, version);
+  if (!current) return unexpected(std::move(current).error());
   if (mode == Mode::kReadOnly) {
-    StoreStatus s = db->exec("PRAGMA query_only = 1", "opening read-only");
-    if (!s.ok()) return {nullptr, std::move(s)};
-    return {std::move(db), {}};
+    Result<void, StoreError> s =
+        db->exec("PRAGMA query_only = 1", "opening read-only");
+    if (!s) return unexpected(std::move(s).error());
+    return db;
   }
 
-  StoreResult<Statement> wal = db->prepare("PRAGMA journal_mode = WAL");
-  if (!wal.ok()) return {nullptr, std::move(wal.status)};
-  const int wal_rc = wal.value.step();
-  if (wal_rc != SQLITE_ROW) {
-    return {nullptr, db->error(wal_rc, "switching to WAL mode")};
+  Result<Statement, StoreError> wal = db->prepare("PRAGMA journal_mode = WAL");
+  if (!wal) return unexpected(std::move(wal).error());
+  const int wal_rc = wal->step();
+  if (wal_rc != SQLITE_ROW) return db->error(wal_rc, "switching to WAL mode");
+  if (wal->column_text(0) != "wal") {
+    return unexpected(StoreError{
+        StoreError::Code::kOther,
+        fmt::format("{}: SQLite refused WAL mode (journal mode stays {})", path,
+                    wal->column_text(0))});
   }
-  if (wal.value.column_text(0) != "wal") {
-    return {nullptr,
-            {StoreStatus::Code::kOther,
-             fmt::format("{}: SQLite refused WAL mode (journal mode stays {})",
-                         path, wal.value.column_text(0))}};
-  }
-  wal.value.reset();
+  wal->reset();
   // Keep the -wal and -shm files after close: without them a reader that
   // may not create files in the directory (the CLI as a user, a read-only
   // mount) cannot open a WAL database.
@@ -153,47 +152,48 @@ StoreResult<std::unique_ptr<Database>> Database::open_at(
   // Under WAL, NORMAL syncs only at checkpoints: a crash of rssauditd loses
   // nothing committed (the WAL is in the page cache); a power loss or kernel
   // crash may lose the last transactions but never corrupts the file.
-  StoreStatus s =
+  Result<void, StoreError> s =
       db->exec("PRAGMA synchronous = NORMAL", "setting synchronous");
-  if (s.ok()) s = db->migrate(current.value, version);
-  if (!s.ok()) return {nullptr, std::move(s)};
-  return {std::move(db), {}};
+  if (s) s = db->migrate(*current, version);
+  if (!s) return unexpected(std::move(s).error());
+  return db;
 }
 
-StoreResult<int64_t> Database::checked_version(Mode mode, int version) {
-  StoreResult<int64_t> app = query_int("PRAGMA application_id");
-  if (!app.ok()) return app;
-  StoreResult<int64_t> user = query_int("PRAGMA user_version");
-  if (!user.ok()) return user;
-  StoreResult<int64_t> tables = query_int("SELECT count(*) FROM sqlite_schema");
-  if (!tables.ok()) return tables;
+Result<int64_t, StoreError> Database::checked_version(Mode mode, int version) {
+  Result<int64_t, StoreError> app = query_int("PRAGMA application_id");
+  if (!app) return app;
+  Result<int64_t, StoreError> user = query_int("PRAGMA user_version");
+  if (!user) return user;
+  Result<int64_t, StoreError> tables =
+      query_int("SELECT count(*) FROM sqlite_schema");
+  if (!tables) return tables;
 
-  const int64_t v = user.value;
+  const int64_t v = *user;
   const int latest = latest_schema_version();
-  auto fail = [&](StoreStatus::Code code, std::string message) {
-    return StoreResult<int64_t>{0, {code, std::move(message)}};
+  auto fail = [](StoreError::Code code, std::string message) {
+    return unexpected(StoreError{code, std::move(message)});
   };
-  if ((app.value != 0 || v != 0) && app.value != kApplicationId) {
-    return fail(StoreStatus::Code::kForeign,
+  if ((*app != 0 || v != 0) && *app != kApplicationId) {
+    return fail(StoreError::Code::kForeign,
                 fmt::format("{}: not an rssaudit database (application_id "
                             "{:#x}, schema version {}); left untouched",
-                            path_, app.value, v));
+                            path_, *app, v));
   }
-  if (v == 0 && tables.value > 0) {
-    return fail(StoreStatus::Code::kForeign,
+  if (v == 0 && *tables > 0) {
+    return fail(StoreError::Code::kForeign,
                 fmt::format("{}: holds {} tables but no rssaudit schema "
                             "version: not an rssaudit database; left untouched",
-                            path_, tables.value));
+                            path_, *tables));
   }
   if (v > latest) {
     return fail(
-        StoreStatus::Code::kVersion,
+        StoreError::Code::kVersion,
         fmt::format("{}: schema version {} is newer than this "
                     "rssaudit build supports ({}); use a newer rssaudit",
                     path_, v, latest));
   }
   if (mode == Mode::kReadOnly && v != version) {
-    return fail(StoreStatus::Code::kVersion,
+    return fail(StoreError::Code::kVersion,
                 v == 0 ? fmt::format("{}: no rssaudit history yet (empty "
                                      "database); run rssauditd --db {} first",
                                      path_, path_)
@@ -202,22 +202,22 @@ StoreResult<int64_t> Database::checked_version(Mode mode, int version) {
                                      "once to upgrade it",
                                      path_, v, version));
   }
-  return {v, {}};
+  return v;
 }
 
-StoreStatus Database::migrate(int64_t from, int to) {
+Result<void, StoreError> Database::migrate(int64_t from, int to) {
   for (int64_t v = from + 1; v <= to; ++v) {
     const Migration& m = kMigrations[v - 1];
     const std::string what = fmt::format("applying {}", m.file);
-    StoreStatus s = exec("BEGIN IMMEDIATE", what);
-    if (!s.ok()) return s;
+    Result<void, StoreError> s = exec("BEGIN IMMEDIATE", what);
+    if (!s) return s;
     for (const std::string& sql :
          {std::string(m.sql),
           fmt::format("PRAGMA user_version = {}; PRAGMA application_id = {}", v,
                       kApplicationId),
           std::string("COMMIT")}) {
       s = exec(sql, what);
-      if (!s.ok()) {
+      if (!s) {
         rollback();
         return s;
       }
@@ -226,23 +226,24 @@ StoreStatus Database::migrate(int64_t from, int to) {
   return {};
 }
 
-StoreStatus Database::exec(std::string_view sql, std::string_view what) {
+Result<void, StoreError> Database::exec(std::string_view sql,
+                                        std::string_view what) {
   const int rc =
       sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return error(rc, what);
   return {};
 }
 
-StoreResult<Statement> Database::prepare(std::string_view sql) {
+Result<Statement, StoreError> Database::prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   const int rc =
       sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
                          SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
-  if (rc != SQLITE_OK) return {Statement(), error(rc, "preparing a statement")};
-  return {Statement(stmt), {}};
+  if (rc != SQLITE_OK) return error(rc, "preparing a statement");
+  return Statement(stmt);
 }
 
-StoreStatus Database::run(Statement& s, std::string_view what) {
+Result<void, StoreError> Database::run(Statement& s, std::string_view what) {
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
   }
@@ -251,13 +252,13 @@ StoreStatus Database::run(Statement& s, std::string_view what) {
   return {};
 }
 
-StoreResult<int64_t> Database::query_int(std::string_view sql) {
-  StoreResult<Statement> s = prepare(sql);
-  if (!s.ok()) return {0, std::move(s.status)};
-  const int rc = s.value.step();
-  if (rc == SQLITE_ROW) return {s.value.column_int(0), {}};
-  if (rc == SQLITE_DONE) return {0, {}};
-  return {0, error(rc, sql)};
+Result<int64_t, StoreError> Database::query_int(std::string_view sql) {
+  Result<Statement, StoreError> s = prepare(sql);
+  if (!s) return unexpected(std::move(s).error());
+  const int rc = s->step();
+  if (rc == SQLITE_ROW) return s->column_int(0);
+  if (rc == SQLITE_DONE) return int64_t{0};
+  return error(rc, sql);
 }
 
 void Database::rollback() {
@@ -266,7 +267,7 @@ void Database::rollback() {
   }
 }
 
-StoreStatus Database::error(int rc, std::string_view what) const {
+Unexpected<StoreError> Database::error(int rc, std::string_view what) const {
   // The connection's message is more precise, when it is about this rc.
   std::string detail = (sqlite3_extended_errcode(db_) == rc)
                            ? sqlite3_errmsg(db_)
@@ -278,7 +279,8 @@ StoreStatus Database::error(int rc, std::string_view what) const {
       os_errno != 0) {
     detail += fmt::format(" ({})", std::strerror(os_errno));
   }
-  return {code_of(rc), fmt::format("{}: {}: {}", path_, what, detail)};
+  return unexpected(
+      StoreError{code_of(rc), fmt::format("{}: {}: {}", path_, what, detail)});
 }
 
 void bind_sample(Statement& s, int first, const SampleRow& row) {

@@ -1,6 +1,7 @@
 // SQLite plumbing shared by the writer (store.h) and the read-only queries
-// (store_queries.h): statuses that name the database file, owning handles,
-// the embedded migrations (schema/*.sql) and the open sequence.
+// (store_queries.h): errors that name the database file, owning handles,
+// the embedded migrations (schema/*.sql) and the open sequence. Whatever can
+// fail returns Result<T, StoreError> (core/result.h).
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/result.h"
 #include "store/store_rows.h"
 
 struct sqlite3;
@@ -19,9 +21,11 @@ struct sqlite3_stmt;
 
 namespace rssaudit {
 
-struct StoreStatus {
+// Why the database could not be opened, read or written. Callers that react
+// to the kind (a full disk, a second writer) read the code; the message
+// names the database file.
+struct StoreError {
   enum class Code : uint8_t {
-    kOk,
     kFull,      // SQLITE_FULL: disk or quota full
     kReadOnly,  // file mode, read-only mount, or a read-only open
     kIo,        // SQLITE_IOERR, SQLITE_CANTOPEN
@@ -31,18 +35,8 @@ struct StoreStatus {
     kForeign,   // a database that is not rssaudit's
     kOther,
   };
-  Code code = Code::kOk;
-  std::string message;  // names the database file; empty when ok
-
-  bool ok() const { return code == Code::kOk; }
-};
-
-template <class T>
-struct [[nodiscard]] StoreResult {
-  T value{};
-  StoreStatus status;
-
-  bool ok() const { return status.ok(); }
+  Code code = Code::kOther;
+  std::string message;
 };
 
 // The schema version this build creates: the number of schema/*.sql files.
@@ -90,11 +84,12 @@ class Database {
     // Never writes; the schema must already be the latest.
     kReadOnly,
   };
-  static StoreResult<std::unique_ptr<Database>> open(const std::string& path,
-                                                     Mode mode);
+  static Result<std::unique_ptr<Database>, StoreError> open(
+      const std::string& path, Mode mode);
   // Creates or upgrades `path` only up to schema `version`, as an older
   // build would have left it: for tests of upgrades.
-  static StoreStatus create_at_version(const std::string& path, int version);
+  static Result<void, StoreError> create_at_version(const std::string& path,
+                                                    int version);
 
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -102,25 +97,26 @@ class Database {
 
   const std::string& path() const { return path_; }
 
-  StoreStatus exec(std::string_view sql, std::string_view what);
-  StoreResult<Statement> prepare(std::string_view sql);
+  Result<void, StoreError> exec(std::string_view sql, std::string_view what);
+  Result<Statement, StoreError> prepare(std::string_view sql);
   // Steps `s` to completion and resets it.
-  StoreStatus run(Statement& s, std::string_view what);
+  Result<void, StoreError> run(Statement& s, std::string_view what);
   // The first column of the first row of `sql` (a PRAGMA, a count).
-  StoreResult<int64_t> query_int(std::string_view sql);
+  Result<int64_t, StoreError> query_int(std::string_view sql);
   // Rolls back the open transaction, if SQLite has not already done so.
   void rollback();
 
-  // The status of SQLite result `rc` for this file while doing `what`.
-  StoreStatus error(int rc, std::string_view what) const;
+  // The error of SQLite result `rc` for this file while doing `what`,
+  // ready to return.
+  Unexpected<StoreError> error(int rc, std::string_view what) const;
 
  private:
   Database(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
-  static StoreResult<std::unique_ptr<Database>> open_at(const std::string& path,
-                                                        Mode mode, int version);
+  static Result<std::unique_ptr<Database>, StoreError> open_at(
+      const std::string& path, Mode mode, int version);
   // The file's schema version, once it is known to be rssaudit's (or empty).
-  StoreResult<int64_t> checked_version(Mode mode, int version);
-  StoreStatus migrate(int64_t from, int to);
+  Result<int64_t, StoreError> checked_version(Mode mode, int version);
+  Result<void, StoreError> migrate(int64_t from, int to);
 
   std::string path_;
   sqlite3* db_;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "store/store_db.h"
@@ -78,60 +79,64 @@ class StoreReader {
  public:
   // Fails, naming the file, unless it is an rssaudit database at this
   // build's schema version.
-  static StoreResult<std::unique_ptr<StoreReader>> open_read_only(
+  static Result<std::unique_ptr<StoreReader>, StoreError> open_read_only(
       const std::string& path);
 
-  StoreResult<std::vector<RunSummary>> list_runs();
+  Result<std::vector<RunSummary>, StoreError> list_runs();
   // Every process with this pid, in every run, newest first.
-  StoreResult<std::vector<ProcessSummary>> processes_with_pid(uint32_t pid);
+  Result<std::vector<ProcessSummary>, StoreError> processes_with_pid(
+      uint32_t pid);
   // Every process with this comm, in every run, newest first.
-  StoreResult<std::vector<ProcessSummary>> processes_with_comm(
+  Result<std::vector<ProcessSummary>, StoreError> processes_with_comm(
       const std::string& comm);
   // Processes with a sample or a model error in [since_ns, until_ns), by id.
-  StoreResult<std::vector<ProcessSummary>> processes_seen(int64_t since_ns,
-                                                          int64_t until_ns);
+  Result<std::vector<ProcessSummary>, StoreError> processes_seen(
+      int64_t since_ns, int64_t until_ns);
   // Processes ranked by their largest |drift| in [since_ns, until_ns).
-  StoreResult<std::vector<DriftEntry>> top_drift(int64_t since_ns,
-                                                 int64_t until_ns,
-                                                 size_t limit);
+  Result<std::vector<DriftEntry>, StoreError> top_drift(int64_t since_ns,
+                                                        int64_t until_ns,
+                                                        size_t limit);
   // The samples of one process in [since_ns, until_ns), oldest first.
-  StoreResult<std::vector<StoredSample>> process_history(int64_t process_id,
-                                                         int64_t since_ns,
-                                                         int64_t until_ns);
+  Result<std::vector<StoredSample>, StoreError> process_history(
+      int64_t process_id, int64_t since_ns, int64_t until_ns);
   // Every process with a sample in [since_ns, until_ns), in id order.
-  StoreResult<std::vector<ProcessWindow>> process_windows(int64_t since_ns,
-                                                          int64_t until_ns);
+  Result<std::vector<ProcessWindow>, StoreError> process_windows(
+      int64_t since_ns, int64_t until_ns);
   // The newest sample of one process; empty if it has none.
-  StoreResult<std::optional<StoredSample>> latest_sample(int64_t process_id);
+  Result<std::optional<StoredSample>, StoreError> latest_sample(
+      int64_t process_id);
   // Calls `visit` for each sample of [since_ns, until_ns) without holding
   // them all, by time then process.
-  StoreStatus for_each_sample(
+  Result<void, StoreError> for_each_sample(
       int64_t since_ns, int64_t until_ns,
       const std::function<void(const StoredSample&)>& visit);
-  StoreResult<int64_t> count_samples(int64_t since_ns, int64_t until_ns);
+  Result<int64_t, StoreError> count_samples(int64_t since_ns, int64_t until_ns);
 
   // The newest model_errors row of each scheme for one process, in
   // SchemeSet::kNames order (schemes without a row are left out).
-  StoreResult<std::vector<ModelErrorRow>> latest_model_errors(
+  Result<std::vector<ModelErrorRow>, StoreError> latest_model_errors(
       int64_t process_id);
   // model_errors rows whose interval ended in [since_ns, until_ns), of one
   // process or of all, by end time. Rows of unknown schemes are skipped.
-  StoreResult<std::vector<ModelErrorRow>> model_errors(
+  Result<std::vector<ModelErrorRow>, StoreError> model_errors(
       std::optional<int64_t> process_id, int64_t since_ns, int64_t until_ns);
   // Per scheme, the interval ending in [since_ns, until_ns) with the
   // largest error, in SchemeSet::kNames order.
-  StoreResult<std::vector<SchemeWindow>> scheme_errors(int64_t since_ns,
-                                                       int64_t until_ns);
+  Result<std::vector<SchemeWindow>, StoreError> scheme_errors(int64_t since_ns,
+                                                              int64_t until_ns);
 
  private:
   explicit StoreReader(std::unique_ptr<Database> db) : db_(std::move(db)) {}
-  // Runs the prepared `s`, appending read(s) for each row to `out`.
-  template <class T, class Read>
-  StoreStatus collect(Statement& s, std::vector<T>& out, Read&& read);
+  // Prepares `sql`, binds its parameters with bind(statement) and returns
+  // read(statement) of each row, in order.
+  template <class Bind, class Read>
+  auto rows(std::string_view sql, Bind&& bind, Read&& read)
+      -> Result<std::vector<std::invoke_result_t<Read&, const Statement&>>,
+                StoreError>;
   // The processes selected by `tail` (SQL following "FROM processes p"),
   // after bind(statement) bound its parameters.
   template <class Bind>
-  StoreResult<std::vector<ProcessSummary>> select_processes(
+  Result<std::vector<ProcessSummary>, StoreError> select_processes(
       std::string_view tail, Bind&& bind);
 
   std::unique_ptr<Database> db_;

@@ -100,7 +100,7 @@ struct AnomalyRow {
 // Counts since the previous LossRow of the run.
 struct LossRow {
   int64_t time_ns = 0;
-  uint64_t ring_drops = 0;
+  uint64_t capture_drops = 0;  // refused by a full stream, or never published
   uint64_t unreadable_files = 0;
   uint64_t ambiguous_events = 0;
 };

@@ -24,7 +24,7 @@ bool valid_key(std::string_view key) {
 
 }  // namespace
 
-std::variant<std::vector<ConfigEntry>, ConfigSyntaxError> parse_config(
+Result<std::vector<ConfigEntry>, ConfigSyntaxError> parse_config(
     std::string_view text) {
   std::vector<ConfigEntry> entries;
   std::unordered_map<std::string, size_t> first_line;
@@ -38,21 +38,21 @@ std::variant<std::vector<ConfigEntry>, ConfigSyntaxError> parse_config(
     if (line.empty() || line.front() == '#') continue;
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos)
-      return ConfigSyntaxError{line_no, "expected 'key = value'"};
+      return unexpected(ConfigSyntaxError{line_no, "expected 'key = value'"});
     const std::string key(trim(line.substr(0, eq)));
     if (!valid_key(key))
-      return ConfigSyntaxError{
+      return unexpected(ConfigSyntaxError{
           line_no, fmt::format("'{}' is not a key: lower-case letters, "
                                "digits and '-', as the long option names",
-                               key)};
+                               key)});
     const std::string_view value = trim(line.substr(eq + 1));
     if (value.empty())
-      return ConfigSyntaxError{line_no,
-                               fmt::format("key '{}' has no value", key)};
+      return unexpected(ConfigSyntaxError{
+          line_no, fmt::format("key '{}' has no value", key)});
     if (auto [it, fresh] = first_line.emplace(key, line_no); !fresh)
-      return ConfigSyntaxError{
+      return unexpected(ConfigSyntaxError{
           line_no,
-          fmt::format("key '{}' already set on line {}", key, it->second)};
+          fmt::format("key '{}' already set on line {}", key, it->second)});
     entries.push_back(ConfigEntry{line_no, key, std::string(value)});
   }
   return entries;

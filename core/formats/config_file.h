@@ -8,8 +8,9 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
+
+#include "core/result.h"
 
 namespace rssaudit {
 
@@ -26,7 +27,7 @@ struct ConfigSyntaxError {
 
 // Entries in file order, or the first line that is not `key = value`, or a
 // key given twice (naming both lines).
-std::variant<std::vector<ConfigEntry>, ConfigSyntaxError> parse_config(
+Result<std::vector<ConfigEntry>, ConfigSyntaxError> parse_config(
     std::string_view text);
 
 }  // namespace rssaudit

@@ -21,28 +21,28 @@ std::string shown(const json& v) {
 
 // Requests are strict about their fields, so a typo ("pdi") is an error
 // rather than a silently different question.
-std::string unknown_field(const json& j,
+Result<void> known_fields(const json& j,
                           std::initializer_list<std::string_view> allowed) {
   for (const auto& [key, value] : j.items())
     if (std::ranges::find(allowed, key) == allowed.end())
-      return fmt::format("unknown field '{}' in a '{}' request", key,
-                         j["request"].get<std::string>());
+      return unexpected(
+          Error{fmt::format("unknown field '{}' in a '{}' request", key,
+                            j["request"].get<std::string>())});
   return {};
 }
 
 // An unsigned integer from `lo` to `hi`, or the error naming `field`.
-std::variant<uint64_t, std::string> bounded(const json& v, const char* field,
-                                            uint64_t lo, uint64_t hi) {
-  const std::string why = fmt::format(
-      "{}: expected an integer from {} to {}, got {}", field, lo, hi, shown(v));
+Result<uint64_t> bounded(const json& v, const char* field, uint64_t lo,
+                         uint64_t hi) {
+  // Negative integers, floats (1.5, 1e30, numbers past 2^64) and other
+  // types are not unsigned.
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    if (u < lo || u > hi) return why;
-    return u;
+    if (u >= lo && u <= hi) return u;
   }
-  // Negative integers, floats (1.5, 1e30, numbers past 2^64) and other
-  // types all land here.
-  return why;
+  return unexpected(
+      Error{fmt::format("{}: expected an integer from {} to {}, got {}", field,
+                        lo, hi, shown(v))});
 }
 
 std::string comm_matches(const std::string& comm,
@@ -62,74 +62,67 @@ struct NoAnswer : std::runtime_error {
 
 }  // namespace
 
-ParsedRequest parse_request(std::string_view line) {
-  ParsedRequest out;
-  if (line.find_first_not_of(" \t\r") == line.npos) {
-    out.error = "empty request: send one JSON object per line";
-    return out;
-  }
+Result<Request, RequestError> parse_request(std::string_view line) {
+  const auto fail = [](std::string why, std::optional<json> id = {}) {
+    return unexpected(RequestError{std::move(why), std::move(id)});
+  };
+  if (line.find_first_not_of(" \t\r") == line.npos)
+    return fail("empty request: send one JSON object per line");
   // No exceptions: a parse failure is the common case for garbage.
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    out.error = "invalid JSON: send one JSON object per line";
-    return out;
-  }
-  if (!j.is_object()) {
-    out.error = "expected a JSON object, got " + shown(j);
-    return out;
-  }
-  if (auto it = j.find("id"); it != j.end()) out.id = *it;
-  auto fail = [&](std::string why) {
-    out.error = std::move(why);
-    return out;
-  };
+  if (j.is_discarded())
+    return fail("invalid JSON: send one JSON object per line");
+  if (!j.is_object()) return fail("expected a JSON object, got " + shown(j));
+  Request r{.kind = HealthRequest{}, .id = std::nullopt};
+  if (auto it = j.find("id"); it != j.end()) r.id = *it;
   auto it = j.find("request");
   if (it == j.end())
     return fail(
-        "missing \"request\": one of \"health\", \"processes\", \"process\"");
+        "missing \"request\": one of \"health\", \"processes\", \"process\"",
+        r.id);
   if (!it->is_string())
-    return fail("request: expected a string, got " + shown(*it));
+    return fail("request: expected a string, got " + shown(*it), r.id);
   const std::string name = it->get<std::string>();
-  Request r{.kind = HealthRequest{}, .id = out.id};
   if (name == "health") {
-    if (auto why = unknown_field(j, {"request", "id"}); !why.empty())
-      return fail(why);
+    if (auto known = known_fields(j, {"request", "id"}); !known)
+      return fail(known.error().message, r.id);
   } else if (name == "processes") {
-    if (auto why = unknown_field(j, {"request", "id", "top"}); !why.empty())
-      return fail(why);
+    if (auto known = known_fields(j, {"request", "id", "top"}); !known)
+      return fail(known.error().message, r.id);
     ProcessesRequest p;
     if (auto top = j.find("top"); top != j.end()) {
       auto n = bounded(*top, "top", 0, std::numeric_limits<uint64_t>::max());
-      if (auto* why = std::get_if<std::string>(&n)) return fail(*why);
-      p.top = std::get<uint64_t>(n);
+      if (!n) return fail(n.error().message, r.id);
+      p.top = *n;
     }
     r.kind = p;
   } else if (name == "process") {
-    if (auto why = unknown_field(j, {"request", "id", "pid", "comm"});
-        !why.empty())
-      return fail(why);
+    if (auto known = known_fields(j, {"request", "id", "pid", "comm"}); !known)
+      return fail(known.error().message, r.id);
     ProcessRequest p;
     auto pid = j.find("pid");
     auto comm = j.find("comm");
     if ((pid == j.end()) == (comm == j.end()))
-      return fail("a 'process' request needs \"pid\" or \"comm\", not both");
+      return fail("a 'process' request needs \"pid\" or \"comm\", not both",
+                  r.id);
     if (pid != j.end()) {
       auto n = bounded(*pid, "pid", 1, std::numeric_limits<uint32_t>::max());
-      if (auto* why = std::get_if<std::string>(&n)) return fail(*why);
-      p.pid = static_cast<uint32_t>(std::get<uint64_t>(n));
+      if (!n) return fail(n.error().message, r.id);
+      p.pid = static_cast<uint32_t>(*n);
     } else {
       if (!comm->is_string() || comm->get<std::string>().empty())
-        return fail("comm: expected a non-empty string, got " + shown(*comm));
+        return fail("comm: expected a non-empty string, got " + shown(*comm),
+                    r.id);
       p.comm = comm->get<std::string>();
     }
     r.kind = p;
   } else {
-    return fail(fmt::format(
-        "unknown request {}: one of \"health\", \"processes\", \"process\"",
-        shown(*it)));
+    return fail(fmt::format("unknown request {}: one of \"health\", "
+                            "\"processes\", \"process\"",
+                            shown(*it)),
+                r.id);
   }
-  out.request = std::move(r);
-  return out;
+  return r;
 }
 
 std::string request_line(const Request& r) {
@@ -188,36 +181,36 @@ std::string error_line(std::string_view error, const std::optional<json>& id) {
 std::string answer_line(std::string_view line,
                         const std::function<LiveView()>& view, bool* ok) {
   if (ok) *ok = false;
-  ParsedRequest parsed = parse_request(line);
-  if (!parsed.request) return error_line(parsed.error, parsed.id);
+  const Result<Request, RequestError> request = parse_request(line);
+  if (!request) return error_line(request.error().message, request.error().id);
   try {
-    std::string out = dump_line(answer(*parsed.request, view()));
+    std::string out = dump_line(answer(*request, view()));
     if (ok) *ok = true;
     return out;
   } catch (const NoAnswer& e) {
-    return error_line(e.what(), parsed.id);
+    return error_line(e.what(), request->id);
   } catch (const std::exception& e) {
     // The snapshot failed (allocation, a bug): the client gets a reason,
     // the daemon keeps serving.
-    return error_line(fmt::format("internal error: {}", e.what()), parsed.id);
+    return error_line(fmt::format("internal error: {}", e.what()), request->id);
   }
 }
 
-JsonResult<json> parse_response(std::string_view line) {
+Result<json> parse_response(std::string_view line) {
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
-    return {std::nullopt,
-            "not a response line: " + std::string(line.substr(0, 60))};
+    return unexpected(
+        Error{"not a response line: " + std::string(line.substr(0, 60))});
   auto ok = j.find("ok");
   if (ok == j.end() || !ok->is_boolean())
-    return {std::nullopt, "response without \"ok\""};
+    return unexpected(Error{"response without \"ok\""});
   if (!ok->get<bool>()) {
     auto error = j.find("error");
-    return {std::nullopt, error != j.end() && error->is_string()
-                              ? error->get<std::string>()
-                              : "error without a reason"};
+    return unexpected(Error{error != j.end() && error->is_string()
+                                ? error->get<std::string>()
+                                : "error without a reason"});
   }
-  return {std::move(j), {}};
+  return j;
 }
 
 }  // namespace rssaudit

@@ -22,6 +22,7 @@
 
 #include "core/formats/live_view.h"
 #include "core/formats/live_view_json.h"
+#include "core/result.h"
 
 namespace rssaudit {
 
@@ -47,13 +48,13 @@ struct Request {
   std::optional<nlohmann::json> id;  // echoed back when present
 };
 
-// The request on `line` (without its '\n'), or why it is not one.
-struct ParsedRequest {
-  std::optional<Request> request;
-  std::string error;                 // set when !request
+// Why a line is not a request.
+struct RequestError {
+  std::string message;
   std::optional<nlohmann::json> id;  // echoed in the error when readable
 };
-ParsedRequest parse_request(std::string_view line);
+// The request on `line` (without its '\n'), or why it is not one.
+Result<Request, RequestError> parse_request(std::string_view line);
 
 // `r` as one line, without the '\n': what a client sends.
 std::string request_line(const Request& r);
@@ -77,6 +78,6 @@ std::string answer_line(std::string_view line,
 
 // A response line as a client reads it: the whole object when "ok" is
 // true; the daemon's "error" (or why the line is not a response) when not.
-JsonResult<nlohmann::json> parse_response(std::string_view line);
+Result<nlohmann::json> parse_response(std::string_view line);
 
 }  // namespace rssaudit

@@ -162,11 +162,11 @@ LiveProcess read_process(const json& j, const std::string& where) {
 }
 
 template <class T, class Fn>
-JsonResult<T> guarded(Fn&& fn) {
+Result<T> guarded(Fn&& fn) {
   try {
-    return {fn(), {}};
+    return fn();
   } catch (const FieldError& e) {
-    return {std::nullopt, e.what()};
+    return unexpected(Error{e.what()});
   }
 }
 
@@ -227,17 +227,15 @@ json live_view_to_json(const LiveView& v) {
           {"processes", std::move(processes)}};
 }
 
-JsonResult<DaemonHealth> health_from_json(const json& j,
-                                          const std::string& where) {
+Result<DaemonHealth> health_from_json(const json& j, const std::string& where) {
   return guarded<DaemonHealth>([&] { return read_health(j, where); });
 }
 
-JsonResult<LiveProcess> process_from_json(const json& j,
-                                          const std::string& where) {
+Result<LiveProcess> process_from_json(const json& j, const std::string& where) {
   return guarded<LiveProcess>([&] { return read_process(j, where); });
 }
 
-JsonResult<LiveView> live_view_from_json(const json& j) {
+Result<LiveView> live_view_from_json(const json& j) {
   return guarded<LiveView>([&] {
     const ObjectReader r(j, "");
     LiveView v;

@@ -9,25 +9,16 @@
 // Parsing is strict about types and ranges (a negative pid, 2^32 CPUs, a
 // float where a count belongs are errors), ignores unknown fields so a
 // newer daemon can add some, and names the offending field in every error:
-// "processes[3].largest_error.hpcc: missing".
+// "processes[3].largest_error.hpcc: missing": the Error's message.
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
-#include <utility>
 
 #include "core/formats/live_view.h"
+#include "core/result.h"
 
 namespace rssaudit {
-
-template <class T>
-struct [[nodiscard]] JsonResult {
-  std::optional<T> value;  // set when ok
-  std::string error;       // the field path and the reason, when not
-
-  bool ok() const { return value.has_value(); }
-};
 
 nlohmann::json health_to_json(const DaemonHealth& h);
 // `largest_error` is an object keyed by SchemeSet::kNames.
@@ -36,11 +27,11 @@ nlohmann::json process_to_json(const LiveProcess& p);
 nlohmann::json live_view_to_json(const LiveView& v);
 
 // `where` prefixes the field names in errors ("health", "processes[2]").
-JsonResult<DaemonHealth> health_from_json(const nlohmann::json& j,
-                                          const std::string& where = "health");
-JsonResult<LiveProcess> process_from_json(const nlohmann::json& j,
-                                          const std::string& where = "process");
-JsonResult<LiveView> live_view_from_json(const nlohmann::json& j);
+Result<DaemonHealth> health_from_json(const nlohmann::json& j,
+                                      const std::string& where = "health");
+Result<LiveProcess> process_from_json(const nlohmann::json& j,
+                                      const std::string& where = "process");
+Result<LiveView> live_view_from_json(const nlohmann::json& j);
 
 // `j` on one line, never throwing: invalid UTF-8 becomes U+FFFD.
 std::string dump_line(const nlohmann::json& j);

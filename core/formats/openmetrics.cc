@@ -280,7 +280,7 @@ void add_health(Builder& b, const LiveView& view,
   const auto& h = view.health;
   const Labels none;
   add(b.family("rssaudit_events", Type::kCounter, "",
-               "Ring-buffer records consumed since the daemon started."),
+               "Records consumed from the capture since the daemon started."),
       none, number(h.events));
   add(b.family("rssaudit_events_per_second", Type::kGauge, "",
                "Records consumed per second over the last sampling "

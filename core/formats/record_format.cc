@@ -138,8 +138,13 @@ RecordReader::RecordReader(std::function<void(const RecordHeader&)> on_header,
                            std::function<void(const rss_event&)> on_event)
     : on_header_(std::move(on_header)), on_event_(std::move(on_event)) {}
 
-std::optional<RecordError> RecordReader::feed(std::span<const uint8_t> bytes) {
-  if (error_) return error_;
+Result<void, RecordError> RecordReader::outcome() const {
+  if (error_) return unexpected(*error_);
+  return {};
+}
+
+Result<void, RecordError> RecordReader::feed(std::span<const uint8_t> bytes) {
+  if (error_) return outcome();
   pending_.insert(pending_.end(), bytes.begin(), bytes.end());
   size_t done = 0;
   for (;;) {
@@ -150,11 +155,11 @@ std::optional<RecordError> RecordReader::feed(std::span<const uint8_t> bytes) {
     offset_ += used;
   }
   pending_.erase(pending_.begin(), pending_.begin() + done);
-  return error_;
+  return outcome();
 }
 
-std::optional<RecordError> RecordReader::finish() {
-  if (error_ || (have_header_ && pending_.empty())) return error_;
+Result<void, RecordError> RecordReader::finish() {
+  if (error_ || (have_header_ && pending_.empty())) return outcome();
   const std::span<const uint8_t> rest = pending_;
   const size_t prefix = have_header_ ? kBlockHeaderBytes : kHeaderPrefixBytes;
   const std::string what =
@@ -168,7 +173,7 @@ std::optional<RecordError> RecordReader::finish() {
     fail(what,
          fmt::format("the file ends after {} of {} bytes", rest.size(), size));
   }
-  return error_;
+  return outcome();
 }
 
 size_t RecordReader::fail(std::string_view what, std::string_view why) {

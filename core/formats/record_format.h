@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "core/result.h"
 
 namespace rssaudit {
 
@@ -134,12 +135,14 @@ class RecordReader {
 
   // Decodes every complete header and block in the bytes fed so far. Returns
   // the first error; from then on the reader ignores input and returns it.
-  std::optional<RecordError> feed(std::span<const uint8_t> bytes);
+  Result<void, RecordError> feed(std::span<const uint8_t> bytes);
 
   // The input ended: an error if it ended inside the header or a block.
-  std::optional<RecordError> finish();
+  Result<void, RecordError> finish();
 
  private:
+  // The first error, if any.
+  Result<void, RecordError> outcome() const;
   // Each decodes one unit at the front of `bytes` and returns its length,
   // or returns 0 when it needs more bytes or has set error_.
   size_t parse_header(std::span<const uint8_t> bytes);

@@ -4,7 +4,7 @@
 
 namespace rssaudit {
 
-ParseResult<ProcCgroup> parse_proc_cgroup(std::string_view text) {
+Result<ProcCgroup, ParseError> parse_proc_cgroup(std::string_view text) {
   ProcScanner s(ProcFile::kCgroup, text);
   ProcCgroup out;
   if (text.empty()) return s.missing("hierarchy-ID");
@@ -16,7 +16,8 @@ ParseResult<ProcCgroup> parse_proc_cgroup(std::string_view text) {
     const std::optional<std::string_view> id = f.next(':');
     if (!id) return f.error(*line, "hierarchy-ID", "no ':' after it");
     uint32_t hierarchy = 0;
-    if (auto e = f.number(*id, "hierarchy-ID", hierarchy)) return *e;
+    if (auto ok = f.number(*id, "hierarchy-ID", hierarchy); !ok)
+      return unexpected(std::move(ok).error());
     const std::optional<std::string_view> controllers = f.next(':');
     // The path is the rest of the line: it may itself hold ':'.
     if (!controllers) {

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
 
 namespace rssaudit {
 
@@ -28,7 +28,7 @@ struct ProcCgroup {
 // Every line must have the three fields and end in '\n' (a read cut short
 // is an error, never a shorter path); the v2 path must start with '/'; at
 // most one "0::" line.
-ParseResult<ProcCgroup> parse_proc_cgroup(std::string_view text);
+Result<ProcCgroup, ParseError> parse_proc_cgroup(std::string_view text);
 
 // Whether the cgroup v2 `path` is `root` or below it: "/a/b" is within "/a"
 // and "/a/", "/ab" is not; everything is within "/".

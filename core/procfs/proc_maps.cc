@@ -15,12 +15,12 @@ VmaKind Vma::kind() const {
   return VmaKind::kOther;
 }
 
-std::optional<ParseError> parse_vma_line(ProcScanner line, Vma& out) {
+Result<void, ParseError> parse_vma_line(ProcScanner line, Vma& out) {
   std::optional<std::string_view> token = line.next('-');
   if (!token) return line.missing("start");
-  if (auto e = line.number(*token, "start", out.start, 16)) return e;
+  if (auto ok = line.number(*token, "start", out.start, 16); !ok) return ok;
   if (!(token = line.next(' '))) return line.missing("end");
-  if (auto e = line.number(*token, "end", out.end, 16)) return e;
+  if (auto ok = line.number(*token, "end", out.end, 16); !ok) return ok;
   if (out.end < out.start) return line.error(*token, "end", "below start");
 
   if (!(token = line.next(' '))) return line.missing("perms");
@@ -36,37 +36,38 @@ std::optional<ParseError> parse_vma_line(ProcScanner line, Vma& out) {
   out.shared = p[3] == 's';
 
   if (!(token = line.next(' '))) return line.missing("offset");
-  if (auto e = line.number(*token, "offset", out.offset, 16)) return e;
+  if (auto ok = line.number(*token, "offset", out.offset, 16); !ok) return ok;
 
   if (!(token = line.next(' '))) return line.missing("dev");
   const size_t colon = token->find(':');
   if (colon == std::string_view::npos) {
     return line.error(*token, "dev", "not MAJOR:MINOR");
   }
-  if (auto e = line.number(token->substr(0, colon), "dev", out.dev_major, 16)) {
-    return e;
+  if (auto ok = line.number(token->substr(0, colon), "dev", out.dev_major, 16);
+      !ok) {
+    return ok;
   }
-  if (auto e =
-          line.number(token->substr(colon + 1), "dev", out.dev_minor, 16)) {
-    return e;
+  if (auto ok = line.number(token->substr(colon + 1), "dev", out.dev_minor, 16);
+      !ok) {
+    return ok;
   }
 
   // The kernel always prints a space after the inode.
   if (!(token = line.next(' '))) return line.missing("inode");
-  if (auto e = line.number(*token, "inode", out.inode)) return e;
+  if (auto ok = line.number(*token, "inode", out.inode); !ok) return ok;
   line.skip_blanks();
   out.pathname = line.rest();
-  return std::nullopt;
+  return {};
 }
 
-ParseResult<std::vector<Vma>> parse_proc_maps(std::string_view text) {
+Result<std::vector<Vma>, ParseError> parse_proc_maps(std::string_view text) {
   ProcScanner s(ProcFile::kMaps, text);
   std::vector<Vma> vmas;
   while (!s.rest().empty()) {
     const std::optional<std::string_view> line = s.next('\n');
     if (!line) return s.error(s.rest(), "line", "not ended by a newline");
-    if (auto e = parse_vma_line(s.within(*line), vmas.emplace_back())) {
-      return *e;
+    if (auto ok = parse_vma_line(s.within(*line), vmas.emplace_back()); !ok) {
+      return unexpected(std::move(ok).error());
     }
   }
   return vmas;

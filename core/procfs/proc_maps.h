@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
 #include "core/procfs/proc_scan.h"
 
 namespace rssaudit {
@@ -52,10 +52,10 @@ struct Vma {
 
 // An empty text is a process without an mm: no VMAs. Every line must end in
 // '\n'; a text cut at a line boundary cannot be told from a shorter map.
-ParseResult<std::vector<Vma>> parse_proc_maps(std::string_view text);
+Result<std::vector<Vma>, ParseError> parse_proc_maps(std::string_view text);
 
 // One line without its '\n', scanned by `line`. Shared with smaps_rollup,
 // whose header has the same layout.
-std::optional<ParseError> parse_vma_line(ProcScanner line, Vma& out);
+Result<void, ParseError> parse_vma_line(ProcScanner line, Vma& out);
 
 }  // namespace rssaudit

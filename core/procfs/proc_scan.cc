@@ -3,23 +3,25 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace rssaudit {
 
-std::optional<ParseError> ProcScanner::kb(std::string_view value,
-                                          std::string_view field,
-                                          uint64_t& out) const {
+Result<void, ParseError> ProcScanner::kb(std::string_view value,
+                                         std::string_view field,
+                                         uint64_t& out) const {
   ProcScanner s = within(value);
   s.skip_blanks();
   const std::optional<std::string_view> digits = s.next(' ');
   if (!digits) return error(value, field, "expected 'N kB'");
-  if (auto e = number(*digits, field, out)) return e;
+  if (auto n = number(*digits, field, out); !n) return n;
   if (s.rest() != "kB") return error(s.rest(), field, "unit is not kB");
-  return std::nullopt;
+  return {};
 }
 
-ParseError ProcScanner::error(std::string_view at, std::string_view field,
-                              std::string_view reason) const {
+Unexpected<ParseError> ProcScanner::error(std::string_view at,
+                                          std::string_view field,
+                                          std::string_view reason) const {
   ParseError e;
   e.file = file_;
   e.field = field;
@@ -33,7 +35,7 @@ ParseError ProcScanner::error(std::string_view at, std::string_view field,
   e.message = fmt::format("{}: {}: {} at byte {} (line {}): '{}'",
                           proc_file_name(file_), field, reason, e.offset,
                           e.line, quoted);
-  return e;
+  return unexpected(std::move(e));
 }
 
 }  // namespace rssaudit

@@ -1,6 +1,9 @@
 // The one field scanner shared by the /proc parsers: splits the text of one
 // read at delimiters, converts numbers with std::from_chars, and builds
 // ParseErrors whose offsets are relative to the whole text.
+//
+// Its checks return Result<void, ParseError>; error() and missing() return
+// the error ready to return from a parser: `return s.missing("VmRSS");`.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +13,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
+#include "core/result.h"
 
 namespace rssaudit {
 
@@ -48,9 +52,9 @@ class ProcScanner {
   // Stores `token` (a view into the text), which must be a whole number of
   // type T, in `out`; otherwise returns an error naming `field`.
   template <typename T>
-  std::optional<ParseError> number(std::string_view token,
-                                   std::string_view field, T& out,
-                                   int base = 10) const {
+  Result<void, ParseError> number(std::string_view token,
+                                  std::string_view field, T& out,
+                                  int base = 10) const {
     const char* end = token.data() + token.size();
     const auto [ptr, ec] = std::from_chars(token.data(), end, out, base);
     if (ec == std::errc::result_out_of_range) {
@@ -59,18 +63,18 @@ class ProcScanner {
     if (ec != std::errc() || ptr != end) {
       return error(token, field, "not a number");
     }
-    return std::nullopt;
+    return {};
   }
 
   // Parses "   1704 kB" (status and smaps values) into 1704.
-  std::optional<ParseError> kb(std::string_view value, std::string_view field,
-                               uint64_t& out) const;
+  Result<void, ParseError> kb(std::string_view value, std::string_view field,
+                              uint64_t& out) const;
 
   // An error at `at`, a view into the text; the message quotes its start.
-  ParseError error(std::string_view at, std::string_view field,
-                   std::string_view reason) const;
+  Unexpected<ParseError> error(std::string_view at, std::string_view field,
+                               std::string_view reason) const;
   // A field that the text ends before.
-  ParseError missing(std::string_view field) const {
+  Unexpected<ParseError> missing(std::string_view field) const {
     return error(rest_.substr(rest_.size()), field, "missing (text ends)");
   }
 

@@ -35,13 +35,15 @@ constexpr struct {
 
 }  // namespace
 
-ParseResult<ProcSmapsRollup> parse_proc_smaps_rollup(std::string_view text) {
+Result<ProcSmapsRollup, ParseError> parse_proc_smaps_rollup(
+    std::string_view text) {
   ProcScanner s(ProcFile::kSmapsRollup, text);
   ProcSmapsRollup out;
   const std::optional<std::string_view> header = s.next('\n');
   if (!header) return s.missing("header");
   Vma range;
-  if (auto e = parse_vma_line(s.within(*header), range)) return *e;
+  if (auto ok = parse_vma_line(s.within(*header), range); !ok)
+    return unexpected(std::move(ok).error());
   if (range.pathname != "[rollup]") {
     return s.error(*header, "header", "not a [rollup] line");
   }
@@ -57,13 +59,15 @@ ParseResult<ProcSmapsRollup> parse_proc_smaps_rollup(std::string_view text) {
     if (!key) continue;  // not a "Key:" line; none of ours
     for (size_t i = 0; i < std::size(kRequired); ++i) {
       if (*key != kRequired[i].key) continue;
-      if (auto e = s.kb(fields.rest(), *key, out.*kRequired[i].kb)) return *e;
+      if (auto ok = s.kb(fields.rest(), *key, out.*kRequired[i].kb); !ok)
+        return unexpected(std::move(ok).error());
       seen |= 1u << i;
     }
     for (const auto& f : kOptional) {
       if (*key != f.key) continue;
       uint64_t kb = 0;
-      if (auto e = s.kb(fields.rest(), *key, kb)) return *e;
+      if (auto ok = s.kb(fields.rest(), *key, kb); !ok)
+        return unexpected(std::move(ok).error());
       out.*f.kb = kb;
     }
   }

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
 
 namespace rssaudit {
 
@@ -34,6 +34,7 @@ struct ProcSmapsRollup {
 
 // The header line must end in "[rollup]". Fields present since smaps_rollup
 // appeared (4.14) are required, so a text cut before SwapPss is an error.
-ParseResult<ProcSmapsRollup> parse_proc_smaps_rollup(std::string_view text);
+Result<ProcSmapsRollup, ParseError> parse_proc_smaps_rollup(
+    std::string_view text);
 
 }  // namespace rssaudit

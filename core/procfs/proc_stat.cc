@@ -6,7 +6,7 @@
 
 namespace rssaudit {
 
-ParseResult<ProcStat> parse_proc_stat(std::string_view text) {
+Result<ProcStat, ParseError> parse_proc_stat(std::string_view text) {
   ProcScanner s(ProcFile::kStat, text);
   ProcStat out;
   const size_t open = text.find('(');
@@ -14,7 +14,8 @@ ParseResult<ProcStat> parse_proc_stat(std::string_view text) {
   if (open == std::string_view::npos || !pid || s.offset() != open) {
     return s.error(text, "field 1 (pid)", "expected 'PID ('");
   }
-  if (auto e = s.number(*pid, "field 1 (pid)", out.pid)) return *e;
+  if (auto ok = s.number(*pid, "field 1 (pid)", out.pid); !ok)
+    return unexpected(std::move(ok).error());
 
   const size_t close = text.rfind(')');
   if (close == std::string_view::npos || close < open ||
@@ -27,7 +28,7 @@ ParseResult<ProcStat> parse_proc_stat(std::string_view text) {
   for (int field = 3; field <= 24; ++field) {
     const std::optional<std::string_view> token = s.next(' ');
     if (!token) return s.missing(fmt::format("field {}", field));
-    std::optional<ParseError> e;
+    Result<void, ParseError> ok;
     switch (field) {
       case 3:
         if (token->size() != 1) {
@@ -36,22 +37,22 @@ ParseResult<ProcStat> parse_proc_stat(std::string_view text) {
         out.state = token->front();
         break;
       case 4:
-        e = s.number(*token, "field 4 (ppid)", out.ppid);
+        ok = s.number(*token, "field 4 (ppid)", out.ppid);
         break;
       case 20:
-        e = s.number(*token, "field 20 (num_threads)", out.num_threads);
+        ok = s.number(*token, "field 20 (num_threads)", out.num_threads);
         break;
       case 22:
-        e = s.number(*token, "field 22 (starttime)", out.start_time);
+        ok = s.number(*token, "field 22 (starttime)", out.start_time);
         break;
       case 23:
-        e = s.number(*token, "field 23 (vsize)", out.vsize);
+        ok = s.number(*token, "field 23 (vsize)", out.vsize);
         break;
       case 24:
-        e = s.number(*token, "field 24 (rss)", out.rss);
+        ok = s.number(*token, "field 24 (rss)", out.rss);
         break;
     }
-    if (e) return *e;
+    if (!ok) return unexpected(std::move(ok).error());
   }
   return out;
 }

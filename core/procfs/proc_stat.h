@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
 
 namespace rssaudit {
 
@@ -26,6 +26,6 @@ struct ProcStat {
 // The comm runs from the first '(' to the last ')': it may hold spaces,
 // parentheses and newlines. Fields past 24 are not read; a text that ends
 // before field 24's terminating space is an error naming the field.
-ParseResult<ProcStat> parse_proc_stat(std::string_view text);
+Result<ProcStat, ParseError> parse_proc_stat(std::string_view text);
 
 }  // namespace rssaudit

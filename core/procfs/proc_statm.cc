@@ -4,7 +4,7 @@
 
 namespace rssaudit {
 
-ParseResult<ProcStatm> parse_proc_statm(std::string_view text) {
+Result<ProcStatm, ParseError> parse_proc_statm(std::string_view text) {
   ProcScanner s(ProcFile::kStatm, text);
   ProcStatm out;
   const struct {
@@ -20,7 +20,8 @@ ParseResult<ProcStatm> parse_proc_statm(std::string_view text) {
   for (const auto& f : fields) {
     const std::optional<std::string_view> token = s.next(f.terminator);
     if (!token) return s.missing(f.name);
-    if (auto e = s.number(*token, f.name, *f.value)) return *e;
+    if (auto ok = s.number(*token, f.name, *f.value); !ok)
+      return unexpected(std::move(ok).error());
   }
   if (!s.rest().empty()) return s.error(s.rest(), "dt", "text after it");
   return out;

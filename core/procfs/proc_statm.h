@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
 
 namespace rssaudit {
 
@@ -21,6 +21,6 @@ struct ProcStatm {
 };
 
 // Exactly seven numbers on one line; the line must end in '\n'.
-ParseResult<ProcStatm> parse_proc_statm(std::string_view text);
+Result<ProcStatm, ParseError> parse_proc_statm(std::string_view text);
 
 }  // namespace rssaudit

@@ -18,9 +18,9 @@ constexpr struct {
 };
 
 // Undoes task_name()'s escaping, which only touches '\n' and '\'.
-std::optional<ParseError> unescape_name(const ProcScanner& s,
-                                        std::string_view value,
-                                        std::string& out) {
+Result<void, ParseError> unescape_name(const ProcScanner& s,
+                                       std::string_view value,
+                                       std::string& out) {
   out.clear();
   for (size_t i = 0; i < value.size(); ++i) {
     if (value[i] != '\\') {
@@ -34,7 +34,7 @@ std::optional<ParseError> unescape_name(const ProcScanner& s,
     out += escaped == 'n' ? '\n' : '\\';
     ++i;
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ std::optional<uint64_t> ProcStatus::member_pages(Member m,
   return std::nullopt;
 }
 
-ParseResult<ProcStatus> parse_proc_status(std::string_view text) {
+Result<ProcStatus, ParseError> parse_proc_status(std::string_view text) {
   ProcScanner s(ProcFile::kStatus, text);
   ProcStatus out;
   bool has_name = false, has_tgid = false, has_threads = false;
@@ -70,19 +70,23 @@ ParseResult<ProcStatus> parse_proc_status(std::string_view text) {
     if (*key == "Name") {
       // One tab follows the colon; a comm may itself start with blanks.
       if (!value.starts_with('\t')) return s.error(value, "Name", "no tab");
-      if (auto e = unescape_name(s, value.substr(1), out.name)) return *e;
+      if (auto ok = unescape_name(s, value.substr(1), out.name); !ok)
+        return unexpected(std::move(ok).error());
       has_name = true;
     } else if (*key == "Tgid") {
-      if (auto e = s.number(number, "Tgid", out.tgid)) return *e;
+      if (auto ok = s.number(number, "Tgid", out.tgid); !ok)
+        return unexpected(std::move(ok).error());
       has_tgid = true;
     } else if (*key == "Threads") {
-      if (auto e = s.number(number, "Threads", out.threads)) return *e;
+      if (auto ok = s.number(number, "Threads", out.threads); !ok)
+        return unexpected(std::move(ok).error());
       has_threads = true;
     } else {
       for (const auto& f : kKbFields) {
         if (*key != f.key) continue;
         uint64_t kb = 0;
-        if (auto e = s.kb(value, f.key, kb)) return *e;
+        if (auto ok = s.kb(value, f.key, kb); !ok)
+          return unexpected(std::move(ok).error());
         out.*f.kb = kb;
         break;
       }

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/procfs/proc_parse_result.h"
+#include "core/procfs/proc_parse_error.h"
 #include "core/schemes/update.h"
 
 namespace rssaudit {
@@ -47,6 +47,6 @@ struct ProcStatus {
 
 // Name, Tgid and Threads are required. Threads follows the Vm/Rss lines, so a
 // text cut before it is an error rather than a status with fields missing.
-ParseResult<ProcStatus> parse_proc_status(std::string_view text);
+Result<ProcStatus, ParseError> parse_proc_status(std::string_view text);
 
 }  // namespace rssaudit

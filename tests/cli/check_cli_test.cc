@@ -145,7 +145,8 @@ TEST(CheckCli, HumanOutputFits80ColumnsInEveryUnit) {
 
 TEST(CheckCli, ReportsTheDatabaseSchemaVersion) {
   const auto db = temp_path("rssaudit-check-db-");
-  ASSERT_TRUE(Database::create_at_version(db, latest_schema_version()).ok());
+  ASSERT_TRUE(
+      Database::create_at_version(db, latest_schema_version()).has_value());
   const auto r = run_command(kCli + " check --json --db " + db.string() +
                              " --socket /nonexistent/control.sock");
   const auto j = nlohmann::json::parse(r.out);
@@ -155,7 +156,7 @@ TEST(CheckCli, ReportsTheDatabaseSchemaVersion) {
 
   // An older schema is named, not upgraded: check opens read-only.
   const auto old_db = temp_path("rssaudit-check-old-");
-  ASSERT_TRUE(Database::create_at_version(old_db, 1).ok());
+  ASSERT_TRUE(Database::create_at_version(old_db, 1).has_value());
   const auto size = std::filesystem::file_size(old_db);
   const auto o = run_command(kCli + " check --json --db " + old_db.string() +
                              " --socket /nonexistent/control.sock");

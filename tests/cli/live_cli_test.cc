@@ -122,7 +122,8 @@ TEST_F(LiveCli, StatusJsonIsTheHealth) {
   EXPECT_EQ(j["events"], 123456789);
   EXPECT_EQ(j["drops"], 7);
   EXPECT_EQ(j["socket"], *socket_);
-  EXPECT_TRUE(health_from_json(j).ok()) << health_from_json(j).error;
+  EXPECT_TRUE(health_from_json(j).has_value())
+      << health_from_json(j).error().message;
 }
 
 TEST_F(LiveCli, TheSocketComesFromTheEnvironment) {

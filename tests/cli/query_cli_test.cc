@@ -51,8 +51,8 @@ class QueryCli : public ::testing::Test {
     dir_ = new fs::path(mkdtemp(templ.data()));
     db_ = new std::string(*dir_ / "history.db");
     auto opened = Store::open(*db_, {});
-    ASSERT_TRUE(opened.ok()) << opened.status.message;
-    Store& s = *opened.value;
+    ASSERT_TRUE(opened.has_value()) << opened.error().message;
+    Store& s = *opened.value();
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
@@ -71,7 +71,7 @@ class QueryCli : public ::testing::Test {
         false);
     add(s, s.upsert_process({300, 3000}, "quiet", "/c", t0), t0, 256, 0, false);
     s.end_run(t0 + 10 * kMinute);
-    ASSERT_TRUE(s.flush().ok());  // the store keeps one run in memory
+    ASSERT_TRUE(s.flush().has_value());  // the store keeps one run in memory
     run.started_ns = t0 + 15 * kMinute;
     s.begin_run(run);
     const int64_t t1 = t0 + 20 * kMinute;
@@ -79,7 +79,7 @@ class QueryCli : public ::testing::Test {
         false);
     add(s, s.upsert_process({400, 4000}, "worker", "/b", t1), t1, 1024, 10,
         false);
-    ASSERT_TRUE(s.flush().ok());
+    ASSERT_TRUE(s.flush().has_value());
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);

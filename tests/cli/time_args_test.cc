@@ -13,13 +13,13 @@ namespace {
 constexpr int64_t kS = 1'000'000'000;
 constexpr int64_t kNow = 1'700'000'000 * kS;
 
-int64_t ns(const TimeArg& t) {
-  EXPECT_TRUE(std::holds_alternative<int64_t>(t)) << std::get<std::string>(t);
-  return std::holds_alternative<int64_t>(t) ? std::get<int64_t>(t) : -1;
+int64_t ns(const Result<int64_t>& t) {
+  EXPECT_TRUE(t.has_value()) << t.error().message;
+  return t.value_or(-1);
 }
 
 bool rejected(std::string_view text) {
-  return std::holds_alternative<std::string>(parse_time_arg(text, kNow));
+  return !parse_time_arg(text, kNow).has_value();
 }
 
 // Sets TZ for one test and restores it after.

@@ -157,8 +157,8 @@ class ControlServerTest : public ::testing::Test {
   // Starts `server` and the loop thread; the server is then only touched
   // on the loop (on_loop()).
   void start(ControlServer& server) {
-    const std::string error = server.start();
-    ASSERT_EQ(error, "");
+    const Result<void> started = server.start();
+    ASSERT_EQ(started ? "" : started.error().message, "");
     if (!loop_.joinable()) loop_ = std::thread([this] { io_.run(); });
   }
 
@@ -341,7 +341,10 @@ TEST_F(ControlServerTest, ASecondServerOnTheSamePathIsRefused) {
   auto first = make(options());
   start(*first);
   auto second = make(options());
-  const std::string error = on_loop([&] { return second->start(); });
+  const std::string error = on_loop([&] {
+    const Result<void> started = second->start();
+    return started ? "" : started.error().message;
+  });
   EXPECT_NE(error.find(path_), std::string::npos) << error;
   EXPECT_NE(error.find("another process is listening"), std::string::npos)
       << error;
@@ -378,7 +381,8 @@ TEST_F(ControlServerTest, AStaleSocketFileIsReplaced) {
 TEST_F(ControlServerTest, ARegularFileIsNotReplaced) {
   std::ofstream(path_) << "precious";
   auto server = make(options());
-  const std::string error = server->start();
+  const Result<void> started = server->start();
+  const std::string error = started ? "" : started.error().message;
   EXPECT_NE(error.find(path_), std::string::npos) << error;
   EXPECT_NE(error.find("not a socket"), std::string::npos) << error;
   std::ifstream in(path_);
@@ -412,7 +416,8 @@ TEST_F(ControlServerTest, AnUnknownGroupIsAnErrorNamingPathAndGroup) {
   ControlServerOptions o = options();
   o.group = "rssaudit-no-such-group";
   auto server = make(o);
-  const std::string error = server->start();
+  const Result<void> started = server->start();
+  const std::string error = started ? "" : started.error().message;
   EXPECT_NE(error.find(path_), std::string::npos) << error;
   EXPECT_NE(error.find("'rssaudit-no-such-group' does not exist"),
             std::string::npos)
@@ -438,7 +443,7 @@ TEST_F(ControlServerTest, TheSocketGetsTheNamedGroup) {
 TEST_F(ControlServerTest, AnErrorNamesThePath) {
   ControlServerOptions o = options();
   o.path = std::string(200, 'x');
-  EXPECT_NE(make(o)->start().find(o.path), std::string::npos);
+  EXPECT_NE(make(o)->start().error().message.find(o.path), std::string::npos);
 }
 
 // Child exit codes of the nobody test.

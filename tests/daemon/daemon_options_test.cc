@@ -20,7 +20,7 @@ class DaemonOptionsTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove(path_); }
   void write(const std::string& text) { std::ofstream(path_) << text; }
-  LoadedOptions load(std::vector<std::string> flags) {
+  Result<DaemonOptions, OptionsError> load(std::vector<std::string> flags) {
     flags.insert(flags.begin(), {"--config", path_});
     return load_daemon_options(flags);
   }
@@ -31,85 +31,91 @@ TEST_F(DaemonOptionsTest, FileSetsOptionsAndFlagsWin) {
   write(
       "sample-interval = 2.5\ntop = 7\nwalk = all\ncomm = postgres\n"
       "cgroup = /system.slice/postgresql.service\nmin-updates = 1000\n");
-  const LoadedOptions r = load({"--top", "3"});
-  ASSERT_TRUE(r.options) << r.error;
-  EXPECT_DOUBLE_EQ(r.options->sample_s, 2.5);
-  EXPECT_EQ(r.options->top, 3u) << "the flag wins over the file";
-  EXPECT_EQ(r.options->walk, std::vector<std::string>{"all"});
-  EXPECT_EQ(r.options->recorder.comm, "postgres");
-  EXPECT_EQ(r.options->recorder.cgroup, "/system.slice/postgresql.service");
-  EXPECT_EQ(r.options->recorder.min_updates, 1000u);
-  EXPECT_EQ(r.options->db, "rssaudit.db") << "unset keys keep defaults";
+  const Result<DaemonOptions, OptionsError> r = load({"--top", "3"});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->sample_s, 2.5);
+  EXPECT_EQ(r->top, 3u) << "the flag wins over the file";
+  EXPECT_EQ(r->walk, std::vector<std::string>{"all"});
+  EXPECT_EQ(r->recorder.comm, "postgres");
+  EXPECT_EQ(r->recorder.cgroup, "/system.slice/postgresql.service");
+  EXPECT_EQ(r->recorder.min_updates, 1000u);
+  EXPECT_EQ(r->db, "rssaudit.db") << "unset keys keep defaults";
 }
 
 TEST_F(DaemonOptionsTest, WalkFlagReplacesTheFilesList) {
   write("walk = 1,2\n");
-  const LoadedOptions r = load({"--walk", "3"});
-  ASSERT_TRUE(r.options) << r.error;
-  EXPECT_EQ(r.options->walk, std::vector<std::string>{"3"});
-  EXPECT_EQ(walk_policy(*r.options).pids.count(3), 1u);
+  const Result<DaemonOptions, OptionsError> r = load({"--walk", "3"});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->walk, std::vector<std::string>{"3"});
+  EXPECT_EQ(walk_policy(*r).pids.count(3), 1u);
 }
 
 TEST_F(DaemonOptionsTest, UnknownKeyNamesFileLineAndKey) {
   write("# settings\ntop = 3\nsampel-interval = 2\n");
-  const LoadedOptions r = load({});
-  EXPECT_FALSE(r.options);
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.error, path_ + ":3: unknown key 'sampel-interval'");
+  const Result<DaemonOptions, OptionsError> r = load({});
+  EXPECT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().exit_code, 1);
+  EXPECT_EQ(r.error().message, path_ + ":3: unknown key 'sampel-interval'");
 }
 
 TEST_F(DaemonOptionsTest, BadValueNamesFileLineAndKey) {
   write("top = 3\nsample-interval = -1\n");
-  const LoadedOptions r = load({});
-  EXPECT_FALSE(r.options);
-  EXPECT_EQ(r.error.rfind(path_ + ":2: key 'sample-interval': ", 0), 0u)
-      << r.error;
+  const Result<DaemonOptions, OptionsError> r = load({});
+  EXPECT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message.rfind(path_ + ":2: key 'sample-interval': ", 0),
+            0u)
+      << r.error().message;
   write("walk = all,12x\n");
-  EXPECT_NE(load({}).error.find(":1: key 'walk'"), std::string::npos);
+  EXPECT_NE(load({}).error().message.find(":1: key 'walk'"), std::string::npos);
   write("metrics-listen = localhost\n");
-  EXPECT_NE(load({}).error.find("ADDRESS:PORT"), std::string::npos);
+  EXPECT_NE(load({}).error().message.find("ADDRESS:PORT"), std::string::npos);
   write("cgroup = system.slice\n");
-  EXPECT_NE(load({}).error.find(":1: key 'cgroup'"), std::string::npos);
+  EXPECT_NE(load({}).error().message.find(":1: key 'cgroup'"),
+            std::string::npos);
   write("metrics-group-by = user\n");
-  EXPECT_NE(load({}).error.find(":1: key 'metrics-group-by'"),
+  EXPECT_NE(load({}).error().message.find(":1: key 'metrics-group-by'"),
             std::string::npos);
 }
 
 TEST_F(DaemonOptionsTest, SyntaxErrorNamesFileAndLine) {
   write("top = 3\n\ntop 4\n");
-  EXPECT_EQ(load({}).error.rfind(path_ + ":3: ", 0), 0u);
+  EXPECT_EQ(load({}).error().message.rfind(path_ + ":3: ", 0), 0u);
   write("top = 3\ntop = 4\n");
-  EXPECT_NE(load({}).error.find(":2: key 'top' already set on line 1"),
-            std::string::npos);
+  EXPECT_NE(
+      load({}).error().message.find(":2: key 'top' already set on line 1"),
+      std::string::npos);
 }
 
 TEST_F(DaemonOptionsTest, ConfigCannotNameAnotherConfig) {
   write("config = /etc/other.conf\n");
-  EXPECT_NE(load({}).error.find(":1: key 'config' cannot be set"),
+  EXPECT_NE(load({}).error().message.find(":1: key 'config' cannot be set"),
             std::string::npos);
 }
 
 TEST_F(DaemonOptionsTest, MissingExplicitFileFailsMissingDefaultDoesNot) {
-  const LoadedOptions r = load({});  // path_ was never written
-  EXPECT_FALSE(r.options);
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.error, path_ + ": cannot read config file");
+  const Result<DaemonOptions, OptionsError> r =
+      load({});  // path_ was never written
+  EXPECT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().exit_code, 1);
+  EXPECT_EQ(r.error().message, path_ + ": cannot read config file");
   // Without --config, the default path is optional (a fresh install).
   if (!std::filesystem::exists(kDefaultConfigPath)) {
-    const LoadedOptions d = load_daemon_options({"--top", "4"});
-    ASSERT_TRUE(d.options) << d.error;
-    EXPECT_EQ(d.options->top, 4u);
+    const Result<DaemonOptions, OptionsError> d =
+        load_daemon_options({"--top", "4"});
+    ASSERT_TRUE(d.has_value()) << d.error().message;
+    EXPECT_EQ(d->top, 4u);
     // Even when named, as the systemd unit does.
-    EXPECT_TRUE(load_daemon_options({"--config", kDefaultConfigPath}).options);
+    EXPECT_TRUE(
+        load_daemon_options({"--config", kDefaultConfigPath}).has_value());
   }
 }
 
 TEST_F(DaemonOptionsTest, BadFlagIsAUsageError) {
   write("");
-  const LoadedOptions r = load({"--poll-ms", "0"});
-  EXPECT_FALSE(r.options);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(load({"--no-such-flag"}).exit_code, 2);
+  const Result<DaemonOptions, OptionsError> r = load({"--poll-ms", "0"});
+  EXPECT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().exit_code, 2);
+  EXPECT_EQ(load({"--no-such-flag"}).error().exit_code, 2);
 }
 
 TEST_F(DaemonOptionsTest, RestartOnlyChangesAreNamed) {

@@ -66,14 +66,14 @@ class Child {
   uint32_t pid() const { return static_cast<uint32_t>(pid_); }
   ProcStat stat() const {
     auto s = parse_proc_stat(read_file(fmt::format("/proc/{}/stat", pid_)));
-    EXPECT_TRUE(s.ok());
-    return s.ok() ? s.value() : ProcStat{};
+    EXPECT_TRUE(s.has_value());
+    return s.value_or(ProcStat{});
   }
 
  private:
   char state() const {
     auto s = parse_proc_stat(read_file(fmt::format("/proc/{}/stat", pid_)));
-    return s.ok() ? s.value().state : '?';
+    return s.has_value() ? s->state : '?';
   }
   pid_t pid_ = -1;
 };
@@ -91,8 +91,8 @@ class HistoryRecorderTest : public ::testing::Test {
     dir_ = mkdtemp(templ.data());
     path_ = dir_ / "rssaudit.db";
     auto store = Store::open(path_, {});
-    ASSERT_TRUE(store.ok()) << store.status.message;
-    store_ = std::move(store.value);
+    ASSERT_TRUE(store.has_value()) << store.error().message;
+    store_ = std::move(store).value();
     store_->begin_run(RunInfo{.host = "h",
                               .kernel_release = "6.1",
                               .nr_cpus = 2,
@@ -132,11 +132,11 @@ class HistoryRecorderTest : public ::testing::Test {
   }
   void mm_ends() { mm_ends(key_); }
   std::unique_ptr<StoreReader> flushed_reader() {
-    const StoreStatus s = store_->flush();
-    EXPECT_TRUE(s.ok()) << s.message;
+    const Result<void, StoreError> s = store_->flush();
+    EXPECT_TRUE(s.has_value()) << s.error().message;
     auto reader = StoreReader::open_read_only(path_);
-    EXPECT_TRUE(reader.ok()) << reader.status.message;
-    return std::move(reader.value);
+    EXPECT_TRUE(reader.has_value()) << reader.error().message;
+    return std::move(reader).value();
   }
   int64_t count(const std::string& sql) {
     sqlite3* db = nullptr;
@@ -170,7 +170,7 @@ TEST_F(HistoryRecorderTest, ProcessEndingBeforeAnyTickIsRecordedFromItsZombie) {
   ASSERT_EQ(zombie.state, 'Z');
   const auto cgroup =
       parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
-  ASSERT_TRUE(cgroup.ok());
+  ASSERT_TRUE(cgroup.has_value());
 
   recorder_->sample(pipeline_, 9 * kSecond);  // a tick before it existed
   pipeline_.on_mm_created(key_, true);
@@ -183,9 +183,9 @@ TEST_F(HistoryRecorderTest, ProcessEndingBeforeAnyTickIsRecordedFromItsZombie) {
   EXPECT_EQ(recorder_->stats().residues, 1u);
   auto reader = flushed_reader();
   auto found = reader->processes_with_pid(child.pid());
-  ASSERT_TRUE(found.ok());
-  ASSERT_EQ(found.value.size(), 1u);
-  const ProcessSummary& p = found.value[0];
+  ASSERT_TRUE(found.has_value());
+  ASSERT_EQ(found->size(), 1u);
+  const ProcessSummary& p = found.value()[0];
   EXPECT_EQ(p.identity.start_ticks, zombie.start_time);
   EXPECT_EQ(p.comm, zombie.comm);
   EXPECT_EQ(p.cgroup, cgroup.value().v2_path.value_or(""));
@@ -198,13 +198,13 @@ TEST_F(HistoryRecorderTest, ProcessEndingBeforeAnyTickIsRecordedFromItsZombie) {
             1);
   // Its whole life's largest errors, per scheme, since the previous tick.
   auto errors = reader->latest_model_errors(p.id);
-  ASSERT_TRUE(errors.ok()) << errors.status.message;
-  ASSERT_EQ(errors.value.size(), SchemeSet::kCount);
-  EXPECT_EQ(errors.value[0].start_ns, 9 * kSecond);
-  EXPECT_EQ(errors.value[0].end_ns, now_);
+  ASSERT_TRUE(errors.has_value()) << errors.error().message;
+  ASSERT_EQ(errors->size(), SchemeSet::kCount);
+  EXPECT_EQ(errors.value()[0].start_ns, 9 * kSecond);
+  EXPECT_EQ(errors.value()[0].end_ns, now_);
   // Upstream at batch 32 on 2 CPUs: up to 31 pages per CPU not yet folded.
-  EXPECT_GT(errors.value[0].largest_error, 0);
-  EXPECT_LE(errors.value[0].largest_error, 2 * 31);
+  EXPECT_GT(errors.value()[0].largest_error, 0);
+  EXPECT_LE(errors.value()[0].largest_error, 2 * 31);
 }
 
 TEST_F(HistoryRecorderTest,
@@ -221,11 +221,11 @@ TEST_F(HistoryRecorderTest,
   EXPECT_EQ(recorder_->stats().residues, 0u);
   auto reader = flushed_reader();
   auto found = reader->processes_with_pid(pid);
-  ASSERT_TRUE(found.ok());
-  ASSERT_EQ(found.value.size(), 1u);
-  EXPECT_EQ(found.value[0].identity.start_ticks, 0u);  // unknown
-  EXPECT_EQ(found.value[0].comm, "");                  // unknown
-  EXPECT_EQ(found.value[0].exit_residue, 0);
+  ASSERT_TRUE(found.has_value());
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ(found.value()[0].identity.start_ticks, 0u);  // unknown
+  EXPECT_EQ(found.value()[0].comm, "");                  // unknown
+  EXPECT_EQ(found.value()[0].exit_residue, 0);
   EXPECT_EQ(count("SELECT count(*) FROM anomalies"), 0);
   EXPECT_EQ(count("SELECT count(*) FROM model_errors"),
             static_cast<int64_t>(SchemeSet::kCount));
@@ -253,11 +253,11 @@ TEST_F(HistoryRecorderTest, ProcessReapedBeforeItsExitIsNamedByTheCapture) {
   EXPECT_EQ(recorder_->stats().unnamed_exits, 0u);
   auto reader = flushed_reader();
   auto found = reader->processes_with_pid(pid);
-  ASSERT_TRUE(found.ok());
-  ASSERT_EQ(found.value.size(), 1u);
-  EXPECT_EQ(found.value[0].identity.start_ticks, 4321u);
-  EXPECT_EQ(found.value[0].comm, "short-lived-job");
-  EXPECT_EQ(found.value[0].true_peak, 7);
+  ASSERT_TRUE(found.has_value());
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ(found.value()[0].identity.start_ticks, 4321u);
+  EXPECT_EQ(found.value()[0].comm, "short-lived-job");
+  EXPECT_EQ(found.value()[0].true_peak, 7);
 }
 
 TEST_F(HistoryRecorderTest, MmWithoutUpdatesOrOfALiveProcessGetsNoExitRow) {
@@ -280,7 +280,7 @@ TEST_F(HistoryRecorderTest, CgroupFilterRecordsOnlyThatSubtree) {
   Child child(Child::kWaiting);
   const auto cgroup =
       parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
-  ASSERT_TRUE(cgroup.ok());
+  ASSERT_TRUE(cgroup.has_value());
   if (!cgroup.value().v2_path) GTEST_SKIP() << "no cgroup v2 on this host";
   const std::string own = *cgroup.value().v2_path;
   pipeline_.on_mm_created(key_, true);
@@ -299,7 +299,7 @@ TEST_F(HistoryRecorderTest, CgroupFilterRecordsOnlyThatSubtree) {
   const RecordedIdentity* who = recorder_->identity(kMmAddr);
   ASSERT_NE(who, nullptr);
   EXPECT_EQ(who->cgroup, own);
-  store_->flush();
+  static_cast<void>(store_->flush());  // checked by the count below
   EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 1);
 }
 
@@ -317,7 +317,7 @@ TEST_F(HistoryRecorderTest, MinUpdatesRecordsOnlyBusyProcesses) {
   updates(child.pid(), 10);
   recorder_->sample(pipeline_, 12 * kSecond);
   ASSERT_NE(recorder_->identity(kMmAddr), nullptr) << "30 of 30";
-  store_->flush();
+  static_cast<void>(store_->flush());  // checked by the count below
   EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 1);
 }
 
@@ -333,7 +333,7 @@ TEST_F(HistoryRecorderTest, MinRssLeavesOutSmallProcessesAlsoAtExit) {
   updates(child.pid(), -29);
   mm_ends();
   EXPECT_EQ(recorder_->stats().below_min_rss, 1u);
-  store_->flush();
+  static_cast<void>(store_->flush());  // checked by the count below
   EXPECT_EQ(count("SELECT COUNT(*) FROM processes"), 0) << "peak 29 of 30";
 
   const MmKey next{kMmAddr, 2};
@@ -343,7 +343,7 @@ TEST_F(HistoryRecorderTest, MinRssLeavesOutSmallProcessesAlsoAtExit) {
   mm_ends(next);
   EXPECT_EQ(recorder_->stats().below_min_rss, 1u);
   EXPECT_EQ(recorder_->stats().exits, 1u);
-  store_->flush();
+  static_cast<void>(store_->flush());  // checked by the count below
   EXPECT_EQ(count("SELECT COUNT(*) FROM processes WHERE true_peak = 30"), 1);
 }
 
@@ -364,19 +364,19 @@ TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
   EXPECT_EQ(who->comm, stat.comm);
   const auto cgroup =
       parse_proc_cgroup(read_file(fmt::format("/proc/{}/cgroup", child.pid())));
-  ASSERT_TRUE(cgroup.ok());
+  ASSERT_TRUE(cgroup.has_value());
   EXPECT_EQ(who->cgroup, cgroup.value().v2_path.value_or(""));
   EXPECT_EQ(recorder_->identity(kMmAddr + 4096), nullptr);
 
   auto reader = flushed_reader();
   auto rows = reader->process_history(who->process_id, 0, 100 * kSecond);
-  ASSERT_TRUE(rows.ok()) << rows.status.message;
-  ASSERT_EQ(rows.value.size(), 2u);
+  ASSERT_TRUE(rows.has_value()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 2u);
   // Per interval: every event was compared, and the model is the kernel.
-  EXPECT_EQ(rows.value[0].row.fidelity_checked, 50);
-  EXPECT_EQ(rows.value[0].row.fidelity_matched, 50);
-  EXPECT_EQ(rows.value[1].row.fidelity_checked, 7);
-  EXPECT_EQ(rows.value[1].row.fidelity_matched, 7);
+  EXPECT_EQ(rows.value()[0].row.fidelity_checked, 50);
+  EXPECT_EQ(rows.value()[0].row.fidelity_matched, 50);
+  EXPECT_EQ(rows.value()[1].row.fidelity_checked, 7);
+  EXPECT_EQ(rows.value()[1].row.fidelity_matched, 7);
 
   // The mm ends while its process lives on (as after an exec): no exit
   // row, and the mm is no longer labelled.

@@ -27,7 +27,8 @@ class ServerOnLoop {
                   ++renders_;
                   return render(f);
                 }) {
-    start_error_ = server_.start();
+    if (Result<void> started = server_.start(); !started)
+      start_error_ = started.error().message;
     loop_ = std::thread([this] {
       loop_id_ = std::this_thread::get_id();  // read by renders, same thread
       io_.run();

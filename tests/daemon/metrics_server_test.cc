@@ -154,13 +154,15 @@ TEST(MetricsServer, BindFailureNamesAddressAndPort) {
       io, {testing::asio::ip::make_address("127.0.0.1"), 0});
   const uint16_t port = taken.local_endpoint().port();
   MetricsServer server(io, {.port = port}, body_for);
-  const auto error = server.start();
+  const Result<void> started = server.start();
+  const std::string error = started ? "" : started.error().message;
   EXPECT_NE(error.find("127.0.0.1:" + std::to_string(port)), std::string::npos)
       << error;
   EXPECT_EQ(server.port(), 0);
 
   MetricsServer bad(io, {.address = "not-an-address"}, body_for);
-  EXPECT_NE(bad.start().find("not-an-address:0"), std::string::npos);
+  EXPECT_NE(bad.start().error().message.find("not-an-address:0"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -23,9 +23,12 @@ inline TestCapture open_test_capture() {
     t.skip = "needs root (CAP_BPF, CAP_PERFMON)";
     return t;
   }
-  BpfCapture::OpenResult r = BpfCapture::open(CaptureOptions{});
-  if (!r.capture) (r.unsupported ? t.skip : t.error) = r.error;
-  t.capture = std::move(r.capture);
+  Result<std::unique_ptr<BpfCapture>, CaptureError> r =
+      BpfCapture::open(CaptureOptions{});
+  if (!r)
+    (r.error().unsupported ? t.skip : t.error) = r.error().message;
+  else
+    t.capture = std::move(r).value();
   return t;
 }
 

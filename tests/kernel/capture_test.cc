@@ -207,7 +207,7 @@ TEST_F(CaptureTest, AReapedProcessIsStillNamedByTheCapture) {
         std::ifstream in("/proc/" + std::to_string(p) + "/stat");
         const std::string text{std::istreambuf_iterator<char>(in), {}};
         const auto stat = parse_proc_stat(text);
-        ASSERT_TRUE(stat.ok());
+        ASSERT_TRUE(stat.has_value());
         start_ticks = stat.value().start_time;
       });
   // run() reaped it: /proc no longer knows it, the capture does.

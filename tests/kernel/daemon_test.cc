@@ -82,16 +82,17 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
   shell.join();
 
   auto reader = StoreReader::open_read_only(db);
-  ASSERT_TRUE(reader.ok()) << reader.status.message;
-  auto procs = reader.value->processes_with_pid(child);
-  ASSERT_TRUE(procs.ok());
-  ASSERT_EQ(procs.value.size(), 1u) << "one (pid, start time)";
-  EXPECT_TRUE(procs.value[0].exit_ns) << "the exit was recorded";
-  EXPECT_EQ(procs.value[0].exit_residue, 0) << "exact tracker back to 0";
-  auto history = reader.value->process_history(procs.value[0].id, 0, INT64_MAX);
-  ASSERT_TRUE(history.ok());
+  ASSERT_TRUE(reader.has_value()) << reader.error().message;
+  auto procs = reader.value()->processes_with_pid(child);
+  ASSERT_TRUE(procs.has_value());
+  ASSERT_EQ(procs->size(), 1u) << "one (pid, start time)";
+  EXPECT_TRUE(procs.value()[0].exit_ns) << "the exit was recorded";
+  EXPECT_EQ(procs.value()[0].exit_residue, 0) << "exact tracker back to 0";
+  auto history =
+      reader.value()->process_history(procs.value()[0].id, 0, INT64_MAX);
+  ASSERT_TRUE(history.has_value());
   int quiescent = 0;
-  for (const StoredSample& s : history.value) {
+  for (const StoredSample& s : history.value()) {
     const SampleRow& r = s.row;
     if (!r.precise[kAnonPages] || *r.precise[kAnonPages] < 16384) continue;
     ++quiescent;

@@ -124,9 +124,9 @@ uint64_t last_summary_updates(const std::string& text) {
 // empty (every caller then fails on the count, with the daemon's log).
 int64_t samples_between(const std::string& db, int64_t since, int64_t until) {
   auto reader = StoreReader::open_read_only(db);
-  if (!reader.ok()) return -1;
-  auto n = reader.value->count_samples(since, until);
-  return n.ok() ? n.value : -1;
+  if (!reader.has_value()) return -1;
+  auto n = reader.value()->count_samples(since, until);
+  return n.has_value() ? n.value() : -1;
 }
 
 TEST(DaemonDisk, FullDiskIsReportedAuditingGoesOnAndWritingResumes) {

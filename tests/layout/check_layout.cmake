@@ -12,22 +12,27 @@ if(NOT ROOT)
 endif()
 
 # Folder -> the folders its files may include from (besides its own).
+# `core` is the files at core/'s root (core/result.h, header-only and pure),
+# which every folder may include; core/schemes/x.h is in core/schemes, the
+# longer match.
+set(every core)
 set(core_any core/schemes core/procfs core/formats core/sim)
-set(allowed_os "")
-set(allowed_core/schemes "")
-set(allowed_core/procfs core/schemes)
-set(allowed_core/formats core/schemes bpf)
-set(allowed_core/sim core/schemes)
-set(allowed_bpf "")
-set(allowed_sampler core/procfs core/schemes os)
-set(allowed_capture ${core_any} sampler bpf os)
-set(allowed_store core/schemes os)
-set(allowed_daemon ${core_any} capture sampler store bpf os)
-set(allowed_cli ${core_any} capture sampler store bpf os)
-set(allowed_bench ${core_any} capture sampler store bpf bench/bpf os)
-set(allowed_bench/bpf bpf)
-set(folders os core/schemes core/procfs core/formats core/sim bpf sampler
-    capture store daemon cli bench/bpf bench)
+set(allowed_os ${every})
+set(allowed_core "")
+set(allowed_core/schemes ${every})
+set(allowed_core/procfs ${every} core/schemes)
+set(allowed_core/formats ${every} core/schemes bpf)
+set(allowed_core/sim ${every} core/schemes)
+set(allowed_bpf ${every})
+set(allowed_sampler ${every} core/procfs core/schemes os)
+set(allowed_capture ${every} ${core_any} sampler bpf os)
+set(allowed_store ${every} core/schemes os)
+set(allowed_daemon ${every} ${core_any} capture sampler store bpf os)
+set(allowed_cli ${every} ${core_any} capture sampler store bpf os)
+set(allowed_bench ${every} ${core_any} capture sampler store bpf bench/bpf os)
+set(allowed_bench/bpf ${every} bpf)
+set(folders os core core/schemes core/procfs core/formats core/sim bpf
+    sampler capture store daemon cli bench/bpf bench)
 # Generated headers with no folder, and who may include them.
 set(generated_rssaudit.skel.h capture)
 set(generated_stream_inject.skel.h bench)

@@ -182,10 +182,12 @@ TEST(ExampleConfig, EveryShownValueIsTheDefault) {
   ASSERT_GE(fd, 0);
   close(fd);
   std::ofstream(path) << uncommented;
-  const LoadedOptions loaded = load_daemon_options({"--config", path});
+  const Result<DaemonOptions, OptionsError> loaded =
+      load_daemon_options({"--config", path});
   fs::remove(path);
-  ASSERT_TRUE(loaded.options) << loaded.error << "\n" << uncommented;
-  const DaemonOptions& o = *loaded.options;
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message << "\n"
+                                  << uncommented;
+  const DaemonOptions& o = *loaded;
   const DaemonOptions d;
   EXPECT_EQ(o.duration_s, d.duration_s);
   EXPECT_EQ(o.pid, d.pid);

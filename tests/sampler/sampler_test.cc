@@ -423,11 +423,13 @@ TEST(Sampler, FilesOfAProcessDirOpenedBeforeItsExitReadAsVanished) {
   const ProcDir dir = ProcDir::open("/proc", uint32_t(child.pid()));
   ASSERT_EQ(dir.status(), ReadStatus::kOk);
   ProcReader reader;
-  ASSERT_TRUE(reader.read(dir, "stat").ok());
+  ASSERT_TRUE(reader.read(dir, "stat").has_value());
   child.stop();
   // Whoever gets the pid next, this directory still means the old process.
-  const ReadResult r = reader.read(dir, "stat");
-  EXPECT_EQ(r.status, ReadStatus::kVanished) << strerror(r.error);
+  const Result<std::string_view, ReadError> r = reader.read(dir, "stat");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().status, ReadStatus::kVanished)
+      << strerror(r.error().errnum);
 }
 
 TEST(Sampler, StartTimeChangeIsReportedAsAnotherProcess) {
@@ -455,7 +457,7 @@ TEST(Sampler, CgroupIsReadWithTheCheapSources) {
   const std::string text((std::istreambuf_iterator<char>(self)),
                          std::istreambuf_iterator<char>());
   const auto own = parse_proc_cgroup(text);
-  ASSERT_TRUE(own.ok()) << own.error().message;
+  ASSERT_TRUE(own.has_value()) << own.error().message;
   ProcessSampler sampler(walk_everything());
   Child child({});
   const SampleResult r = sampler.sample(request(child.pid()));
@@ -552,20 +554,21 @@ TEST_F(FakeProc, FileLargerThanTheBufferIsReadWholeAndTheBufferReused) {
   add("maps", big);
   ProcReader reader;
   const ProcDir dir = ProcDir::open(root_.string(), 42);
-  ReadResult r = reader.read(dir, "maps");
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r.text, big);
+  Result<std::string_view, ReadError> r = reader.read(dir, "maps");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, big);
   const size_t capacity = reader.capacity();
   EXPECT_GE(capacity, big.size());
   r = reader.read(dir, "maps");
-  EXPECT_EQ(r.text, big);
+  EXPECT_EQ(r.value_or(""), big);
   EXPECT_EQ(reader.capacity(), capacity);
 }
 
 TEST_F(FakeProc, MissingFileOrPidIsVanished) {
   ProcReader reader;
-  EXPECT_EQ(reader.read(ProcDir::open(root_.string(), 42), "stat").status,
-            ReadStatus::kVanished);
+  EXPECT_EQ(
+      reader.read(ProcDir::open(root_.string(), 42), "stat").error().status,
+      ReadStatus::kVanished);
   EXPECT_EQ(ProcDir::open(root_.string(), 43).status(), ReadStatus::kVanished);
 }
 

@@ -24,8 +24,8 @@ class StoreQueries : public ::testing::Test {
     dir_ = mkdtemp(templ.data());
     path_ = dir_ / "rssaudit.db";
     auto store = Store::open(path_, {});
-    ASSERT_TRUE(store.ok()) << store.status.message;
-    Store& s = *store.value;
+    ASSERT_TRUE(store.has_value()) << store.error().message;
+    Store& s = *store.value();
     RunInfo run{.host = "h",
                 .kernel_release = "6.1",
                 .nr_cpus = 4,
@@ -52,15 +52,15 @@ class StoreQueries : public ::testing::Test {
              .bytes_per_mm = 8});
     }
     s.end_run(5 * kSecond);
-    ASSERT_TRUE(s.flush().ok());  // the store keeps one run in memory
+    ASSERT_TRUE(s.flush().has_value());  // the store keeps one run in memory
     run.started_ns = 10 * kSecond;
     run2_ = s.begin_run(run);
     c_ = s.upsert_process({10, 900}, "w", "/", 11 * kSecond);
     s.add_sample(sample(c_, 11 * kSecond, 10, 0));
-    ASSERT_TRUE(s.flush().ok());
+    ASSERT_TRUE(s.flush().has_value());
     auto reader = StoreReader::open_read_only(path_);
-    ASSERT_TRUE(reader.ok()) << reader.status.message;
-    reader_ = std::move(reader.value);
+    ASSERT_TRUE(reader.has_value()) << reader.error().message;
+    reader_ = std::move(reader).value();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -84,9 +84,9 @@ class StoreQueries : public ::testing::Test {
 
 TEST_F(StoreQueries, ProcessWindowsSumUpEachProcessInTheWindow) {
   auto w = reader_->process_windows(0, 5 * kSecond);
-  ASSERT_TRUE(w.ok()) << w.status.message;
-  ASSERT_EQ(w.value.size(), 2u);
-  const ProcessWindow& a = w.value[0];
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  ASSERT_EQ(w->size(), 2u);
+  const ProcessWindow& a = w.value()[0];
   EXPECT_EQ(a.process.id, a_);
   EXPECT_EQ(a.process.comm, "a b");
   EXPECT_EQ(a.page_size, 4096);
@@ -96,67 +96,67 @@ TEST_F(StoreQueries, ProcessWindowsSumUpEachProcessInTheWindow) {
   EXPECT_EQ(a.worst_drift, 4);
   EXPECT_EQ(a.worst_at_ns, 4 * kSecond);
   EXPECT_EQ(a.bound, 400);  // upstream, newest interval in the window
-  const ProcessWindow& b = w.value[1];
+  const ProcessWindow& b = w.value()[1];
   EXPECT_EQ(b.worst_drift, -8);  // signed, largest magnitude
   EXPECT_EQ(b.bound, std::nullopt);
 
   auto early = reader_->process_windows(0, 3 * kSecond);
-  ASSERT_TRUE(early.ok());
-  EXPECT_EQ(early.value[0].samples, 2);
-  EXPECT_EQ(early.value[0].latest.row.time_ns, 2 * kSecond);
-  EXPECT_EQ(early.value[0].bound, 200);
+  ASSERT_TRUE(early.has_value());
+  EXPECT_EQ(early.value()[0].samples, 2);
+  EXPECT_EQ(early.value()[0].latest.row.time_ns, 2 * kSecond);
+  EXPECT_EQ(early.value()[0].bound, 200);
 }
 
 TEST_F(StoreQueries, ProcessesByCommAndSeenInAWindow) {
   auto w = reader_->processes_with_comm("w");
-  ASSERT_TRUE(w.ok());
-  ASSERT_EQ(w.value.size(), 2u);
-  EXPECT_EQ(w.value[0].id, c_);  // newest first
-  EXPECT_EQ(w.value[1].id, b_);
-  EXPECT_TRUE(reader_->processes_with_comm("a").value.empty());
+  ASSERT_TRUE(w.has_value());
+  ASSERT_EQ(w->size(), 2u);
+  EXPECT_EQ(w.value()[0].id, c_);  // newest first
+  EXPECT_EQ(w.value()[1].id, b_);
+  EXPECT_TRUE(reader_->processes_with_comm("a")->empty());
   auto seen = reader_->processes_seen(10 * kSecond, 20 * kSecond);
-  ASSERT_TRUE(seen.ok());
-  ASSERT_EQ(seen.value.size(), 1u);
-  EXPECT_EQ(seen.value[0].id, c_);
+  ASSERT_TRUE(seen.has_value());
+  ASSERT_EQ(seen->size(), 1u);
+  EXPECT_EQ(seen.value()[0].id, c_);
 }
 
 TEST_F(StoreQueries, LatestSampleAndModelErrors) {
   auto s = reader_->latest_sample(a_);
-  ASSERT_TRUE(s.ok());
-  ASSERT_TRUE(s.value.has_value());
-  EXPECT_EQ(s.value->row.time_ns, 4 * kSecond);
-  EXPECT_FALSE(reader_->latest_sample(9999).value.has_value());
+  ASSERT_TRUE(s.has_value());
+  ASSERT_TRUE(s->has_value());
+  EXPECT_EQ(s.value()->row.time_ns, 4 * kSecond);
+  EXPECT_FALSE(reader_->latest_sample(9999)->has_value());
 
   auto e = reader_->latest_model_errors(a_);
-  ASSERT_TRUE(e.ok()) << e.status.message;
-  ASSERT_EQ(e.value.size(), SchemeSet::kCount);
+  ASSERT_TRUE(e.has_value()) << e.error().message;
+  ASSERT_EQ(e->size(), SchemeSet::kCount);
   for (size_t i = 0; i < SchemeSet::kCount; ++i) {
-    EXPECT_EQ(e.value[i].scheme, i);
-    EXPECT_EQ(e.value[i].end_ns, 4 * kSecond);
-    EXPECT_EQ(e.value[i].largest_error, 4 * int64_t(i + 1));
+    EXPECT_EQ(e.value()[i].scheme, i);
+    EXPECT_EQ(e.value()[i].end_ns, 4 * kSecond);
+    EXPECT_EQ(e.value()[i].largest_error, 4 * int64_t(i + 1));
   }
-  EXPECT_EQ(e.value[5].bound, std::nullopt);
-  EXPECT_TRUE(reader_->latest_model_errors(b_).value.empty());
+  EXPECT_EQ(e.value()[5].bound, std::nullopt);
+  EXPECT_TRUE(reader_->latest_model_errors(b_)->empty());
 }
 
 TEST_F(StoreQueries, ModelErrorsOfAProcessOrAllInAWindow) {
   auto one = reader_->model_errors(a_, 2 * kSecond, 3 * kSecond);
-  ASSERT_TRUE(one.ok());
-  EXPECT_EQ(one.value.size(), SchemeSet::kCount);
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->size(), SchemeSet::kCount);
   auto all = reader_->model_errors(std::nullopt, 0, 100 * kSecond);
-  EXPECT_EQ(all.value.size(), 4 * SchemeSet::kCount);
-  EXPECT_TRUE(reader_->model_errors(b_, 0, 100 * kSecond).value.empty());
+  EXPECT_EQ(all->size(), 4 * SchemeSet::kCount);
+  EXPECT_TRUE(reader_->model_errors(b_, 0, 100 * kSecond)->empty());
 }
 
 TEST_F(StoreQueries, SchemeErrorsKeepTheBoundOfTheWorstInterval) {
   auto s = reader_->scheme_errors(0, 3 * kSecond);
-  ASSERT_TRUE(s.ok()) << s.status.message;
-  ASSERT_EQ(s.value.size(), SchemeSet::kCount);
-  EXPECT_EQ(s.value[1].scheme, 1u);
-  EXPECT_EQ(s.value[1].largest_error, 2 * 2);
-  EXPECT_EQ(s.value[1].bound, 200);
-  EXPECT_EQ(s.value[1].intervals, 2);
-  EXPECT_EQ(s.value[5].bound, std::nullopt);
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  ASSERT_EQ(s->size(), SchemeSet::kCount);
+  EXPECT_EQ(s.value()[1].scheme, 1u);
+  EXPECT_EQ(s.value()[1].largest_error, 2 * 2);
+  EXPECT_EQ(s.value()[1].bound, 200);
+  EXPECT_EQ(s.value()[1].intervals, 2);
+  EXPECT_EQ(s.value()[5].bound, std::nullopt);
 }
 
 TEST_F(StoreQueries, EverySampleOfAWindowIsVisitedInTimeOrder) {
@@ -166,11 +166,11 @@ TEST_F(StoreQueries, EverySampleOfAWindowIsVisitedInTimeOrder) {
                                     [&](const StoredSample& s) {
                                       times.push_back(s.row.time_ns);
                                     })
-                  .ok());
+                  .has_value());
   EXPECT_EQ(times.size(), 7u);
   EXPECT_TRUE(std::is_sorted(times.begin(), times.end()));
-  EXPECT_EQ(reader_->count_samples(2 * kSecond, 20 * kSecond).value, 7);
-  EXPECT_EQ(reader_->count_samples(0, 1).value, 0);
+  EXPECT_EQ(reader_->count_samples(2 * kSecond, 20 * kSecond).value(), 7);
+  EXPECT_EQ(reader_->count_samples(0, 1).value(), 0);
 }
 
 }  // namespace

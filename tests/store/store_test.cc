@@ -28,7 +28,7 @@ namespace rssaudit {
 namespace {
 
 namespace fs = std::filesystem;
-using Code = StoreStatus::Code;
+using Code = StoreError::Code;
 
 constexpr int64_t kSecond = 1'000'000'000;
 
@@ -113,7 +113,7 @@ SampleRow make_sample(int64_t process_id, int64_t time_ns, int64_t v) {
 // writer only knows the latest schema.
 void old_database(const std::string& path, int version,
                   const std::string& rows) {
-  ASSERT_TRUE(Database::create_at_version(path, version).ok());
+  ASSERT_TRUE(Database::create_at_version(path, version).has_value());
   RawDb(path).exec(
       "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
       "NULL);" +
@@ -122,16 +122,16 @@ void old_database(const std::string& path, int version,
 
 std::unique_ptr<Store> open_store(const std::string& path,
                                   StoreOptions options = {}) {
-  StoreResult<std::unique_ptr<Store>> s = Store::open(path, options);
-  EXPECT_TRUE(s.ok()) << s.status.message;
-  return std::move(s.value);
+  Result<std::unique_ptr<Store>, StoreError> s = Store::open(path, options);
+  EXPECT_TRUE(s.has_value()) << s.error().message;
+  return std::move(s).value();
 }
 
 std::unique_ptr<StoreReader> open_reader(const std::string& path) {
-  StoreResult<std::unique_ptr<StoreReader>> r =
+  Result<std::unique_ptr<StoreReader>, StoreError> r =
       StoreReader::open_read_only(path);
-  EXPECT_TRUE(r.ok()) << r.status.message;
-  return std::move(r.value);
+  EXPECT_TRUE(r.has_value()) << r.error().message;
+  return std::move(r).value();
 }
 
 int64_t sample_count(const std::string& path) {
@@ -162,7 +162,7 @@ TEST(StoreSchema, EveryEarlierVersionIsUpgradedOnOpen) {
     SCOPED_TRACE("from version " + std::to_string(version));
     TempDir dir;
     const std::string path = dir.file("old.db");
-    ASSERT_TRUE(Database::create_at_version(path, version).ok());
+    ASSERT_TRUE(Database::create_at_version(path, version).has_value());
     ASSERT_EQ(RawDb(path).num("PRAGMA user_version"), version);
 
     std::unique_ptr<Store> store = open_store(path);
@@ -171,7 +171,7 @@ TEST(StoreSchema, EveryEarlierVersionIsUpgradedOnOpen) {
     store->begin_run(test_run());
     const int64_t p = store->upsert_process({1, 2}, "a", "/", 0);
     store->add_sample(make_sample(p, 0, 1));
-    ASSERT_TRUE(store->flush().ok());
+    ASSERT_TRUE(store->flush().has_value());
     EXPECT_EQ(sample_count(path), 1);
   }
 }
@@ -220,6 +220,29 @@ TEST(StoreSchema, VersionThreeDriftIsRecomputedFromValuesOfOneMoment) {
             "-3,-4,-4");
 }
 
+// Version 4 named the capture's losses ring_drops, after the ring buffer
+// that carried the records then; the upgrade keeps the counts.
+TEST(StoreSchema, VersionFourRingDropsAreKeptAsCaptureDrops) {
+  TempDir dir;
+  const std::string path = dir.file("v4.db");
+  old_database(path, 4,
+               "INSERT INTO losses (run_id, time_ns, ring_drops, "
+               "unreadable_files, ambiguous_events, store_dropped) VALUES "
+               "(1, 1000, 7, 2, 1, 0);");
+  std::unique_ptr<Store> store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  store->begin_run(test_run(5000));
+  store->add_loss({.time_ns = 6000, .capture_drops = 3});
+  ASSERT_TRUE(store->flush().has_value());
+  RawDb db(path);
+  EXPECT_EQ(db.num("SELECT count(*) FROM pragma_table_info('losses') "
+                   "WHERE name = 'ring_drops'"),
+            0);
+  EXPECT_EQ(db.text("SELECT group_concat(capture_drops, ',') FROM (SELECT "
+                    "capture_drops FROM losses ORDER BY time_ns)"),
+            "7,3");
+}
+
 TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
@@ -242,27 +265,27 @@ TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
   fresh.fidelity_checked = 40;
   fresh.fidelity_matched = 39;
   store->add_sample(fresh);
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
   store.reset();
 
   std::unique_ptr<StoreReader> reader = open_reader(path);
   ASSERT_NE(reader, nullptr);
   auto old_rows = reader->process_history(1, 0, 10'000);
-  ASSERT_TRUE(old_rows.ok()) << old_rows.status.message;
-  ASSERT_EQ(old_rows.value.size(), 2u);
-  EXPECT_EQ(old_rows.value[1].row.approximate[kAnonPages], 7);
-  EXPECT_EQ(old_rows.value[1].drift, 3);
-  for (const StoredSample& s : old_rows.value) {
+  ASSERT_TRUE(old_rows.has_value()) << old_rows.error().message;
+  ASSERT_EQ(old_rows->size(), 2u);
+  EXPECT_EQ(old_rows.value()[1].row.approximate[kAnonPages], 7);
+  EXPECT_EQ(old_rows.value()[1].drift, 3);
+  for (const StoredSample& s : old_rows.value()) {
     EXPECT_EQ(s.row.fidelity_checked, std::nullopt);  // not measured
     EXPECT_EQ(s.row.fidelity_matched, std::nullopt);
   }
   auto latest = reader->latest_sample(p);
-  ASSERT_TRUE(latest.ok() && latest.value) << latest.status.message;
-  EXPECT_EQ(latest.value->row, fresh);
+  ASSERT_TRUE(latest.has_value() && latest.value()) << latest.error().message;
+  EXPECT_EQ(latest.value()->row, fresh);
   auto errors = reader->latest_model_errors(1);
-  ASSERT_TRUE(errors.ok()) << errors.status.message;
-  ASSERT_EQ(errors.value.size(), 1u);
-  EXPECT_EQ(errors.value[0].largest_error, 9);
+  ASSERT_TRUE(errors.has_value()) << errors.error().message;
+  ASSERT_EQ(errors->size(), 1u);
+  EXPECT_EQ(errors.value()[0].largest_error, 9);
 }
 
 TEST(StoreSchema, VersionZeroHoldingOtherTablesIsRefusedAndLeftUntouched) {
@@ -271,13 +294,13 @@ TEST(StoreSchema, VersionZeroHoldingOtherTablesIsRefusedAndLeftUntouched) {
   RawDb(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
       .exec("CREATE TABLE leftover (x); INSERT INTO leftover VALUES (1)");
 
-  StoreResult<std::unique_ptr<Store>> s = Store::open(path, {});
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status.code, Code::kForeign);
-  EXPECT_NE(s.status.message.find(path), std::string::npos);
-  EXPECT_NE(s.status.message.find("not an rssaudit database"),
+  Result<std::unique_ptr<Store>, StoreError> s = Store::open(path, {});
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, Code::kForeign);
+  EXPECT_NE(s.error().message.find(path), std::string::npos);
+  EXPECT_NE(s.error().message.find("not an rssaudit database"),
             std::string::npos)
-      << s.status.message;
+      << s.error().message;
   RawDb db(path);
   EXPECT_EQ(db.num("SELECT count(*) FROM leftover"), 1);
   EXPECT_EQ(db.num("SELECT count(*) FROM sqlite_schema"), 1);
@@ -294,30 +317,30 @@ TEST(StoreSchema, DatabaseFromTheFutureIsRefusedNamingBothVersions) {
   const std::string versions = "schema version " + std::to_string(future) +
                                " is newer than this rssaudit build supports (" +
                                std::to_string(latest_schema_version()) + ")";
-  StoreResult<std::unique_ptr<Store>> s = Store::open(path, {});
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status.code, Code::kVersion);
-  EXPECT_EQ(s.status.message.find(path), 0u) << s.status.message;
-  EXPECT_NE(s.status.message.find(versions), std::string::npos)
-      << s.status.message;
+  Result<std::unique_ptr<Store>, StoreError> s = Store::open(path, {});
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, Code::kVersion);
+  EXPECT_EQ(s.error().message.find(path), 0u) << s.error().message;
+  EXPECT_NE(s.error().message.find(versions), std::string::npos)
+      << s.error().message;
 
-  StoreResult<std::unique_ptr<StoreReader>> r =
+  Result<std::unique_ptr<StoreReader>, StoreError> r =
       StoreReader::open_read_only(path);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status.message.find(versions), std::string::npos)
-      << r.status.message;
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find(versions), std::string::npos)
+      << r.error().message;
   EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), future);
 }
 
 TEST(StoreSchema, ReaderRefusesAnOlderSchemaInsteadOfUpgradingIt) {
   TempDir dir;
   const std::string path = dir.file("empty.db");
-  ASSERT_TRUE(Database::create_at_version(path, 0).ok());
-  StoreResult<std::unique_ptr<StoreReader>> r =
+  ASSERT_TRUE(Database::create_at_version(path, 0).has_value());
+  Result<std::unique_ptr<StoreReader>, StoreError> r =
       StoreReader::open_read_only(path);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status.code, Code::kVersion);
-  EXPECT_NE(r.status.message.find(path), std::string::npos);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, Code::kVersion);
+  EXPECT_NE(r.error().message.find(path), std::string::npos);
   EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), 0);
 }
 
@@ -325,10 +348,11 @@ TEST(StoreSchema, SecondWriterOnTheSameDatabaseIsRefused) {
   TempDir dir;
   const std::string path = dir.file("rssaudit.db");
   std::unique_ptr<Store> first = open_store(path);
-  StoreResult<std::unique_ptr<Store>> second = Store::open(path, {});
-  ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status.code, Code::kBusy);
-  EXPECT_NE(second.status.message.find("another rssauditd"), std::string::npos);
+  Result<std::unique_ptr<Store>, StoreError> second = Store::open(path, {});
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().code, Code::kBusy);
+  EXPECT_NE(second.error().message.find("another rssauditd"),
+            std::string::npos);
   first.reset();
   EXPECT_NE(open_store(path), nullptr);
 }
@@ -378,9 +402,9 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
          .bytes_per_mm = 128});
   }
   store->add_anomaly({p, 12 * kSecond, "exit_residue", "3 pages"});
-  store->add_anomaly({std::nullopt, 13 * kSecond, "resync", "ring drops"});
+  store->add_anomaly({std::nullopt, 13 * kSecond, "resync", "capture drops"});
   store->add_loss({.time_ns = 13 * kSecond,
-                   .ring_drops = 7,
+                   .capture_drops = 7,
                    .unreadable_files = 2,
                    .ambiguous_events = 1});
   store->record_exit(p, 14 * kSecond, 3, 5000);
@@ -388,25 +412,25 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
   store->record_exit(p, 14 * kSecond, 3, 200);
   store->end_run(15 * kSecond);
   EXPECT_EQ(store->pending_rows(), 2 + SchemeSet::kCount + 2 + 1);
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
   EXPECT_EQ(store->pending_rows(), 0u);
   store.reset();
 
   std::unique_ptr<StoreReader> reader = open_reader(path);
   ASSERT_NE(reader, nullptr);
   auto runs = reader->list_runs();
-  ASSERT_TRUE(runs.ok());
-  ASSERT_EQ(runs.value.size(), 1u);
-  EXPECT_EQ(runs.value[0].id, run);
-  EXPECT_EQ(runs.value[0].info.kernel_release, "6.1.0-test");
-  EXPECT_EQ(runs.value[0].info.batch, 32);
-  EXPECT_EQ(runs.value[0].ended_ns, 15 * kSecond);
-  EXPECT_EQ(runs.value[0].processes, 1);
+  ASSERT_TRUE(runs.has_value());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs.value()[0].id, run);
+  EXPECT_EQ(runs.value()[0].info.kernel_release, "6.1.0-test");
+  EXPECT_EQ(runs.value()[0].info.batch, 32);
+  EXPECT_EQ(runs.value()[0].ended_ns, 15 * kSecond);
+  EXPECT_EQ(runs.value()[0].processes, 1);
 
   auto procs = reader->processes_with_pid(42);
-  ASSERT_TRUE(procs.ok());
-  ASSERT_EQ(procs.value.size(), 1u);
-  const ProcessSummary& proc = procs.value[0];
+  ASSERT_TRUE(procs.has_value());
+  ASSERT_EQ(procs->size(), 1u);
+  const ProcessSummary& proc = procs.value()[0];
   EXPECT_EQ(proc.comm, hostile);
   EXPECT_EQ(proc.identity, (ProcessIdentity{42, 1000}));
   EXPECT_EQ(proc.first_seen_ns, 11);
@@ -416,12 +440,12 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
   EXPECT_EQ(proc.true_peak, 5000);
 
   auto history = reader->process_history(p, 0, 100 * kSecond);
-  ASSERT_TRUE(history.ok());
-  ASSERT_EQ(history.value.size(), 2u);
-  EXPECT_EQ(history.value[0].row, rows[0]);
-  EXPECT_EQ(history.value[1].row, rows[1]);
-  EXPECT_EQ(history.value[0].drift, 3);        // (11+12+13) - (10+11+12)
-  EXPECT_EQ(history.value[1].drift, 66 - 63);  // stat_rss - precise
+  ASSERT_TRUE(history.has_value());
+  ASSERT_EQ(history->size(), 2u);
+  EXPECT_EQ(history.value()[0].row, rows[0]);
+  EXPECT_EQ(history.value()[1].row, rows[1]);
+  EXPECT_EQ(history.value()[0].drift, 3);        // (11+12+13) - (10+11+12)
+  EXPECT_EQ(history.value()[1].drift, 66 - 63);  // stat_rss - precise
 
   RawDb db(path);
   EXPECT_EQ(db.text("SELECT group_concat(scheme, ',') FROM (SELECT scheme "
@@ -437,7 +461,7 @@ TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {
   EXPECT_EQ(db.text("SELECT group_concat(kind || ':' || "
                     "coalesce(process_id, 'none'), ',') FROM anomalies"),
             "exit_residue:" + std::to_string(p) + ",resync:none");
-  EXPECT_EQ(db.text("SELECT ring_drops || ',' || unreadable_files || ',' || "
+  EXPECT_EQ(db.text("SELECT capture_drops || ',' || unreadable_files || ',' || "
                     "ambiguous_events || ',' || store_dropped FROM losses"),
             "7,2,1,0");
 }
@@ -452,16 +476,16 @@ TEST(StoreRoundTrip, SamePidWithTwoStartTimesIsTwoProcesses) {
   EXPECT_NE(first, second);
   store->add_sample(make_sample(first, 1, 1));
   store->add_sample(make_sample(second, 2, 2));
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
 
   std::unique_ptr<StoreReader> reader = open_reader(path);
   ASSERT_NE(reader, nullptr);
   auto procs = reader->processes_with_pid(7);
-  ASSERT_TRUE(procs.ok());
-  ASSERT_EQ(procs.value.size(), 2u);
-  EXPECT_EQ(procs.value[0].comm, "new");
-  EXPECT_EQ(procs.value[0].identity.start_ticks, 900u);
-  EXPECT_EQ(procs.value[1].comm, "old");
+  ASSERT_TRUE(procs.has_value());
+  ASSERT_EQ(procs->size(), 2u);
+  EXPECT_EQ(procs.value()[0].comm, "new");
+  EXPECT_EQ(procs.value()[0].identity.start_ticks, 900u);
+  EXPECT_EQ(procs.value()[1].comm, "old");
 }
 
 TEST(StoreRoundTrip, ProcessIdsContinueAcrossRuns) {
@@ -473,13 +497,13 @@ TEST(StoreRoundTrip, ProcessIdsContinueAcrossRuns) {
     std::unique_ptr<Store> store = open_store(path);
     first_run_id = store->begin_run(test_run());
     first_process = store->upsert_process({1, 1}, "a", "/", 1);
-    ASSERT_TRUE(store->flush().ok());
+    ASSERT_TRUE(store->flush().has_value());
   }
   std::unique_ptr<Store> store = open_store(path);
   EXPECT_GT(store->begin_run(test_run()), first_run_id);
   // The same identity seen by a later run is that run's own row.
   EXPECT_GT(store->upsert_process({1, 1}, "a", "/", 2), first_process);
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
   EXPECT_EQ(RawDb(path).num("SELECT count(*) FROM processes"), 2);
 }
 
@@ -503,20 +527,20 @@ TEST(StoreRoundTrip, TopDriftRanksProcessesByLargestDriftInTheWindow) {
   store->add_sample(with_drift(large, 12, -40));
   store->add_sample(with_drift(large, 13, 20));
   store->add_sample(with_drift(outside, 50, 1000));
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
 
   std::unique_ptr<StoreReader> reader = open_reader(path);
   ASSERT_NE(reader, nullptr);
   auto top = reader->top_drift(10, 50, 10);
-  ASSERT_TRUE(top.ok()) << top.status.message;
-  ASSERT_EQ(top.value.size(), 2u);
-  EXPECT_EQ(top.value[0].process.comm, "large");
-  EXPECT_EQ(top.value[0].drift_pages, -40);
-  EXPECT_EQ(top.value[0].drift_bytes, -40 * 4096);
-  EXPECT_EQ(top.value[0].at_ns, 12);
-  EXPECT_EQ(top.value[0].samples, 2);
-  EXPECT_EQ(top.value[1].process.comm, "small");
-  EXPECT_EQ(top.value[1].drift_pages, -8);
+  ASSERT_TRUE(top.has_value()) << top.error().message;
+  ASSERT_EQ(top->size(), 2u);
+  EXPECT_EQ(top.value()[0].process.comm, "large");
+  EXPECT_EQ(top.value()[0].drift_pages, -40);
+  EXPECT_EQ(top.value()[0].drift_bytes, -40 * 4096);
+  EXPECT_EQ(top.value()[0].at_ns, 12);
+  EXPECT_EQ(top.value()[0].samples, 2);
+  EXPECT_EQ(top.value()[1].process.comm, "small");
+  EXPECT_EQ(top.value()[1].drift_pages, -8);
 }
 
 // ----------------------------------------------------------- crash safety --
@@ -530,17 +554,17 @@ constexpr int64_t kCrashRound = 1'000'000'000;
 
 [[noreturn]] void write_batches_until_killed(const std::string& path, int round,
                                              int ack_fd) {
-  StoreResult<std::unique_ptr<Store>> store = Store::open(path, {});
-  if (!store.ok()) _exit(2);
-  store.value->begin_run(test_run());
-  const int64_t p = store.value->upsert_process(
+  Result<std::unique_ptr<Store>, StoreError> store = Store::open(path, {});
+  if (!store.has_value()) _exit(2);
+  store.value()->begin_run(test_run());
+  const int64_t p = store.value()->upsert_process(
       {static_cast<uint32_t>(round), 1}, "writer", "/", 0);
   for (int64_t batch = 0;; ++batch) {
     for (int i = 0; i < kCrashBatch; ++i) {
-      store.value->add_sample(
+      store.value()->add_sample(
           make_sample(p, round * kCrashRound + batch * kCrashStride + i, i));
     }
-    if (!store.value->flush().ok()) _exit(3);
+    if (!store.value()->flush().has_value()) _exit(3);
     if (write(ack_fd, &batch, sizeof batch) != sizeof batch) _exit(4);
   }
 }
@@ -635,25 +659,27 @@ TEST_F(SmallDisk, FullDiskIsAClearErrorAndTheKeptBatchIsWrittenOnceFreed) {
   store->begin_run(test_run());
   const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
   for (int i = 0; i < 100; ++i) store->add_sample(make_sample(p, i, i));
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
 
   fill();
   for (int i = 100; i < 3100; ++i) store->add_sample(make_sample(p, i, i));
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const StoreStatus s = store->flush();
-    ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.code, Code::kFull) << s.message;
-    EXPECT_EQ(s.message.find(path_), 0u) << s.message;
-    EXPECT_NE(s.message.find("full"), std::string::npos) << s.message;
-    EXPECT_NE(s.message.find("kept"), std::string::npos) << s.message;
+    const Result<void, StoreError> s = store->flush();
+    ASSERT_FALSE(s.has_value());
+    EXPECT_EQ(s.error().code, Code::kFull) << s.error().message;
+    EXPECT_EQ(s.error().message.find(path_), 0u) << s.error().message;
+    EXPECT_NE(s.error().message.find("full"), std::string::npos)
+        << s.error().message;
+    EXPECT_NE(s.error().message.find("kept"), std::string::npos)
+        << s.error().message;
   }
   EXPECT_EQ(store->pending_rows(), 3000u);
   EXPECT_EQ(store->dropped_rows(), 0u);
   EXPECT_EQ(sample_count(path_), 100);  // nothing stored was lost
 
   ASSERT_TRUE(remount("size=4m")) << std::strerror(errno);
-  const StoreStatus s = store->flush();
-  ASSERT_TRUE(s.ok()) << s.message;
+  const Result<void, StoreError> s = store->flush();
+  ASSERT_TRUE(s.has_value()) << s.error().message;
   EXPECT_EQ(store->pending_rows(), 0u);
   store.reset();
 
@@ -670,20 +696,20 @@ TEST_F(SmallDisk, LongFailuresDropTheOldestRowsAndRecordTheLoss) {
   ASSERT_NE(store, nullptr);
   store->begin_run(test_run());
   const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
 
   fill();
   for (int i = 0; i < 800; ++i) {
     store->add_sample(make_sample(p, i, i));
     if (i % 100 == 99) {
-      EXPECT_FALSE(store->flush().ok());
+      EXPECT_FALSE(store->flush().has_value());
     }
   }
   EXPECT_EQ(store->pending_rows(), 500u);
   EXPECT_EQ(store->dropped_rows(), 300u);
 
   ASSERT_TRUE(remount("size=4m")) << std::strerror(errno);
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
   RawDb db(path_);
   EXPECT_EQ(db.num("SELECT min(time_ns) FROM samples"), 300);  // newest kept
   EXPECT_EQ(db.num("SELECT count(*) FROM samples"), 500);
@@ -697,22 +723,22 @@ TEST_F(SmallDisk, ReadOnlyMountIsRefusedClearlyAndStaysReadable) {
     store->begin_run(test_run());
     store->add_sample(
         make_sample(store->upsert_process({1, 1}, "a", "/", 0), 5, 5));
-    ASSERT_TRUE(store->flush().ok());
+    ASSERT_TRUE(store->flush().has_value());
   }
   ASSERT_TRUE(remount("size=256k", MS_RDONLY)) << std::strerror(errno);
 
-  StoreResult<std::unique_ptr<Store>> s = Store::open(path_, {});
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status.code, Code::kReadOnly);
-  EXPECT_EQ(s.status.message.find(path_), 0u) << s.status.message;
-  EXPECT_NE(s.status.message.find("Read-only"), std::string::npos)
-      << s.status.message;
+  Result<std::unique_ptr<Store>, StoreError> s = Store::open(path_, {});
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, Code::kReadOnly);
+  EXPECT_EQ(s.error().message.find(path_), 0u) << s.error().message;
+  EXPECT_NE(s.error().message.find("Read-only"), std::string::npos)
+      << s.error().message;
   // The CLI still reads it.
   std::unique_ptr<StoreReader> reader = open_reader(path_);
   ASSERT_NE(reader, nullptr);
   auto runs = reader->list_runs();
-  ASSERT_TRUE(runs.ok()) << runs.status.message;
-  EXPECT_EQ(runs.value.size(), 1u);
+  ASSERT_TRUE(runs.has_value()) << runs.error().message;
+  EXPECT_EQ(runs->size(), 1u);
 }
 
 TEST(StoreReadOnly, ReadOnlyFileIsRefusedClearly) {
@@ -724,10 +750,10 @@ TEST(StoreReadOnly, ReadOnlyFileIsRefusedClearly) {
   const std::string path = dir.file("rssaudit.db");
   ASSERT_NE(open_store(path), nullptr);
   ASSERT_EQ(chmod(path.c_str(), 0444), 0);
-  StoreResult<std::unique_ptr<Store>> s = Store::open(path, {});
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status.code, Code::kReadOnly);
-  EXPECT_EQ(s.status.message.find(path), 0u) << s.status.message;
+  Result<std::unique_ptr<Store>, StoreError> s = Store::open(path, {});
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, Code::kReadOnly);
+  EXPECT_EQ(s.error().message.find(path), 0u) << s.error().message;
 }
 
 // -------------------------------------------------------------- retention --
@@ -750,11 +776,11 @@ TEST(StoreRetention, ByAgeDeletesExactlyTheRowsOlderThanTheCutoff) {
     store->add_loss({.time_ns = t * kSecond});
   }
   store->add_anomaly({gone, 100 * kSecond, "old", ""});
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
 
   using std::chrono::seconds;
-  ASSERT_TRUE(
-      store->apply_retention({.max_age = seconds(500)}, 1000 * kSecond).ok());
+  ASSERT_TRUE(store->apply_retention({.max_age = seconds(500)}, 1000 * kSecond)
+                  .has_value());
   RawDb db(path);
   EXPECT_EQ(db.num("SELECT count(*) FROM samples"), 500);
   EXPECT_EQ(db.num("SELECT min(time_ns) FROM samples"), 500 * kSecond);
@@ -768,7 +794,7 @@ TEST(StoreRetention, ByAgeDeletesExactlyTheRowsOlderThanTheCutoff) {
   const int64_t again = store->upsert_process({1, 1}, "gone", "/", 1001);
   EXPECT_NE(again, gone);
   store->add_sample(make_sample(again, 1001 * kSecond, 1));
-  ASSERT_TRUE(store->flush().ok());
+  ASSERT_TRUE(store->flush().has_value());
   EXPECT_EQ(db.num("SELECT count(*) FROM processes"), 2);
 }
 
@@ -782,7 +808,7 @@ TEST(StoreRetention, BySizeKeepsTheNewestRowsWithinTheBudget) {
   for (int64_t t = 0; t < kRows; ++t) {
     store->add_sample(make_sample(p, t, t));
     if (t % 10000 == 9999) {
-      ASSERT_TRUE(store->flush().ok());
+      ASSERT_TRUE(store->flush().has_value());
     }
   }
   auto data_bytes = [&] {
@@ -795,15 +821,15 @@ TEST(StoreRetention, BySizeKeepsTheNewestRowsWithinTheBudget) {
   EXPECT_EQ(sample_count(path), kRows);
 
   const uint64_t budget = full / 2;
-  ASSERT_TRUE(store->apply_retention({.max_bytes = budget}, 0).ok());
+  ASSERT_TRUE(store->apply_retention({.max_bytes = budget}, 0).has_value());
   EXPECT_LE(data_bytes(), budget);
   // The freed pages are reused before the file grows.
   const uint64_t size = fs::file_size(path);
   for (int64_t t = kRows; t < kRows + 1000; ++t) {
     store->add_sample(make_sample(p, t, t));
   }
-  ASSERT_TRUE(store->flush().ok());
-  ASSERT_TRUE(store->apply_retention({}, 0).ok());  // checkpoints only
+  ASSERT_TRUE(store->flush().has_value());
+  ASSERT_TRUE(store->apply_retention({}, 0).has_value());  // checkpoints only
   EXPECT_EQ(fs::file_size(path), size);
   RawDb db(path);
   const int64_t kept = db.num("SELECT count(*) FROM samples");

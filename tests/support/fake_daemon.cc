@@ -23,18 +23,18 @@ int main(int argc, char** argv) {
   }
   std::ifstream in(argv[2]);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  JsonResult<LiveView> view = live_view_from_json(j);
-  if (!view.ok()) {
+  Result<LiveView> view = live_view_from_json(j);
+  if (!view) {
     fmt::print(stderr, "fake_daemon: {}: {}\n", argv[2],
-               j.is_discarded() ? "invalid JSON" : view.error);
+               j.is_discarded() ? "invalid JSON" : view.error().message);
     return 1;
   }
   boost::asio::io_context io;
   ControlServerOptions options;
   options.path = argv[1];
-  ControlServer server(io, options, [&] { return *view.value; });
-  if (const std::string error = server.start(); !error.empty()) {
-    fmt::print(stderr, "fake_daemon: {}\n", error);
+  ControlServer server(io, options, [&] { return *view; });
+  if (const Result<void> started = server.start(); !started) {
+    fmt::print(stderr, "fake_daemon: {}\n", started.error().message);
     return 1;
   }
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);

@@ -7,15 +7,14 @@ namespace {
 
 std::vector<ConfigEntry> entries(std::string_view text) {
   auto r = parse_config(text);
-  EXPECT_TRUE(std::holds_alternative<std::vector<ConfigEntry>>(r))
-      << std::get<ConfigSyntaxError>(r).message;
-  return std::get<std::vector<ConfigEntry>>(r);
+  EXPECT_TRUE(r.has_value()) << r.error().message;
+  return std::move(r).value();
 }
 
 ConfigSyntaxError error(std::string_view text) {
   auto r = parse_config(text);
-  EXPECT_TRUE(std::holds_alternative<ConfigSyntaxError>(r));
-  return std::get<ConfigSyntaxError>(r);
+  EXPECT_FALSE(r.has_value());
+  return r.error();
 }
 
 TEST(ConfigFile, KeysValuesAndLinesInFileOrder) {

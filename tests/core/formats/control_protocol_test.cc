@@ -190,24 +190,26 @@ TEST(ControlProtocol, RequestLinesParseBackToTheSameRequest) {
   };
   for (const Request& r : requests) {
     const std::string line = request_line(r);
-    const ParsedRequest back = parse_request(line);
-    ASSERT_TRUE(back.request) << line << ": " << back.error;
-    EXPECT_EQ(back.request->kind.index(), r.kind.index()) << line;
-    EXPECT_EQ(back.request->id, r.id) << line;
-    EXPECT_EQ(request_line(*back.request), line);
+    const Result<Request, RequestError> back = parse_request(line);
+    ASSERT_TRUE(back.has_value()) << line << ": " << back.error().message;
+    EXPECT_EQ(back->kind.index(), r.kind.index()) << line;
+    EXPECT_EQ(back->id, r.id) << line;
+    EXPECT_EQ(request_line(*back), line);
   }
 }
 
 TEST(ControlProtocol, ResponsesParseForTheClient) {
-  const JsonResult<json> ok = parse_response(answer_line(
+  const Result<json> ok = parse_response(answer_line(
       R"({"request":"health"})", [] { return testing::sample_live_view(); }));
-  ASSERT_TRUE(ok.ok()) << ok.error;
-  EXPECT_EQ((*ok.value)["health"]["host"], "testhost");
-  EXPECT_EQ(parse_response(error_line("boom")).error, "boom");
-  EXPECT_FALSE(parse_response("garbage").ok());
-  EXPECT_FALSE(parse_response("[]").ok());
-  EXPECT_EQ(parse_response(R"({"ok":"yes"})").error, "response without \"ok\"");
-  EXPECT_EQ(parse_response(R"({"ok":false})").error, "error without a reason");
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
+  EXPECT_EQ((*ok)["health"]["host"], "testhost");
+  EXPECT_EQ(parse_response(error_line("boom")).error().message, "boom");
+  EXPECT_FALSE(parse_response("garbage").has_value());
+  EXPECT_FALSE(parse_response("[]").has_value());
+  EXPECT_EQ(parse_response(R"({"ok":"yes"})").error().message,
+            "response without \"ok\"");
+  EXPECT_EQ(parse_response(R"({"ok":false})").error().message,
+            "error without a reason");
 }
 
 }  // namespace

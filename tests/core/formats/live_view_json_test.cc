@@ -39,9 +39,9 @@ void expect_same(const LiveView& a, const LiveView& b) {
 LiveView round_trip(const LiveView& v) {
   const std::string line = dump_line(live_view_to_json(v));
   EXPECT_EQ(line.find('\n'), std::string::npos);
-  JsonResult<LiveView> back = live_view_from_json(json::parse(line));
-  EXPECT_TRUE(back.ok()) << back.error;
-  return back.ok() ? *back.value : LiveView{};
+  Result<LiveView> back = live_view_from_json(json::parse(line));
+  EXPECT_TRUE(back.has_value()) << back.error().message;
+  return back.value_or(LiveView{});
 }
 
 TEST(LiveViewJson, RoundTripIsExact) {
@@ -93,9 +93,9 @@ TEST(LiveViewJson, InvalidUtf8IsReplacedNotThrown) {
   p.comm = std::string("bad\xff\xfe", 5);
   std::string line;
   ASSERT_NO_THROW(line = dump_line(process_to_json(p)));
-  JsonResult<LiveProcess> back = process_from_json(json::parse(line));
-  ASSERT_TRUE(back.ok()) << back.error;
-  EXPECT_EQ(back.value->comm.substr(0, 3), "bad");
+  Result<LiveProcess> back = process_from_json(json::parse(line));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->comm.substr(0, 3), "bad");
 }
 
 TEST(LiveViewJson, LargestErrorIsKeyedBySchemeName) {
@@ -109,9 +109,9 @@ TEST(LiveViewJson, LargestErrorIsKeyedBySchemeName) {
 std::string error_after(void (*edit)(json&)) {
   json j = live_view_to_json(testing::sample_live_view());
   edit(j);
-  JsonResult<LiveView> r = live_view_from_json(j);
-  EXPECT_FALSE(r.ok());
-  return r.error;
+  Result<LiveView> r = live_view_from_json(j);
+  EXPECT_FALSE(r.has_value());
+  return r.has_value() ? "" : r.error().message;
 }
 
 TEST(LiveViewJson, ErrorsNameTheField) {
@@ -148,7 +148,7 @@ TEST(LiveViewJson, UnknownFieldsAreIgnoredForNewerDaemons) {
   json j = live_view_to_json(testing::sample_live_view());
   j["health"]["something_new"] = {1, 2};
   j["processes"][0]["also_new"] = "x";
-  EXPECT_TRUE(live_view_from_json(j).ok());
+  EXPECT_TRUE(live_view_from_json(j).has_value());
 }
 
 }  // namespace

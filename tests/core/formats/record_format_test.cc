@@ -75,10 +75,12 @@ Decoded decode(std::span<const uint8_t> file, size_t chunk) {
         out.events.push_back(e);
       });
   for (size_t at = 0; at < file.size() && !out.error; at += chunk) {
-    out.error =
-        reader.feed(file.subspan(at, std::min(chunk, file.size() - at)));
+    auto fed = reader.feed(file.subspan(at, std::min(chunk, file.size() - at)));
+    if (!fed) out.error = fed.error();
   }
-  if (!out.error) out.error = reader.finish();
+  if (!out.error) {
+    if (auto end = reader.finish(); !end) out.error = end.error();
+  }
   return out;
 }
 
@@ -246,16 +248,17 @@ TEST(RecordFormat, AFlippedPayloadBitNamesItsBlockAndStopsThere) {
   Decoded d;
   RecordReader reader([](const RecordHeader&) {},
                       [&](const rss_event& e) { d.events.push_back(e); });
-  d.error = reader.feed(file);
-  ASSERT_TRUE(d.error);
+  auto fed = reader.feed(file);
+  ASSERT_FALSE(fed.has_value());
+  d.error = fed.error();
   EXPECT_EQ(d.error->offset, third);
   EXPECT_EQ(d.error->message, "corrupt block at byte " + std::to_string(third) +
                                   ": payload CRC mismatch");
   EXPECT_TRUE(same_events(d.events, std::span(events).first(6)));
 
   // The reader stays stopped: more input and the end both repeat the error.
-  EXPECT_EQ(reader.feed(file)->message, d.error->message);
-  EXPECT_EQ(reader.finish()->message, d.error->message);
+  EXPECT_EQ(reader.feed(file).error().message, d.error->message);
+  EXPECT_EQ(reader.finish().error().message, d.error->message);
   EXPECT_EQ(d.events.size(), 6u);
 }
 

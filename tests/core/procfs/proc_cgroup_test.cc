@@ -21,10 +21,10 @@ constexpr std::string_view kHybrid =
 
 TEST(ProcCgroup, TheV2LineIsThePathAndV1HierarchiesAreIgnored) {
   const auto u = parse_proc_cgroup(kUnified);
-  ASSERT_TRUE(u.ok()) << u.error().message;
+  ASSERT_TRUE(u.has_value()) << u.error().message;
   EXPECT_EQ(u.value().v2_path, "/user.slice/user-1000.slice/session-2.scope");
   const auto h = parse_proc_cgroup(kHybrid);
-  ASSERT_TRUE(h.ok()) << h.error().message;
+  ASSERT_TRUE(h.has_value()) << h.error().message;
   EXPECT_EQ(h.value().v2_path, "/build job");
 }
 
@@ -43,7 +43,7 @@ TEST(ProcCgroup, WithinIsTheSubtreeOnPathBoundaries) {
 
 TEST(ProcCgroup, AV1OnlyHostHasNoPath) {
   const auto r = parse_proc_cgroup("3:cpuset:/\n1:name=systemd:/init.scope\n");
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r.value().v2_path, std::nullopt);
 }
 
@@ -56,7 +56,7 @@ TEST(ProcCgroup, HostilePathsAreKeptVerbatim) {
         "/../../outside-the-namespace", "/gone (deleted)", "/\\n-not-a-nl"}) {
     const std::string text = "1:name=systemd:/\n0::" + std::string(path) + "\n";
     const auto r = parse_proc_cgroup(text);
-    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(r.has_value()) << r.error().message;
     EXPECT_EQ(r.value().v2_path, path);
   }
 }
@@ -66,14 +66,14 @@ TEST(ProcCgroup, CutReadsAreRejectedUntilTheNewline) {
   EXPECT_EQ(shortest_parsing_prefix(parse_proc_cgroup, kUnified),
             kUnified.size());
   const auto r = parse_proc_cgroup("0::/user.sli");
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().field, "line");
   EXPECT_EQ(r.error().offset, 0u);
   // Cut inside the v2 line of a hybrid file: an error too. (Cut exactly
   // after a v1 line it reads as a file without a v2 line: a read that ends
   // at a line boundary cannot be told from a whole file.)
   const std::string cut(kHybrid.substr(0, kHybrid.size() - 3));
-  EXPECT_FALSE(parse_proc_cgroup(cut).ok());
+  EXPECT_FALSE(parse_proc_cgroup(cut).has_value());
 }
 
 TEST(ProcCgroup, MalformedTextIsAClearErrorNamingTheField) {
@@ -95,7 +95,7 @@ TEST(ProcCgroup, MalformedTextIsAClearErrorNamingTheField) {
   };
   for (const Case& c : cases) {
     const auto r = parse_proc_cgroup(c.text);
-    ASSERT_FALSE(r.ok()) << c.text;
+    ASSERT_FALSE(r.has_value()) << c.text;
     EXPECT_EQ(r.error().file, ProcFile::kCgroup);
     EXPECT_EQ(r.error().field, c.field) << c.text;
     EXPECT_TRUE(contains(r.error().message, c.reason)) << r.error().message;

@@ -74,23 +74,23 @@ TEST_F(ProcFakeTree, ParsesEveryFileOfEveryPid) {
       ++files;
       if (name == "stat") {
         const auto r = parse_proc_stat(text);
-        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(r.has_value()) << r.error().message;
         stats[pid] = r.value();
       } else if (name == "statm") {
         const auto r = parse_proc_statm(text);
-        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(r.has_value()) << r.error().message;
         statms[pid] = r.value();
       } else if (name == "status") {
         const auto r = parse_proc_status(text);
-        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(r.has_value()) << r.error().message;
         statuses[pid] = r.value();
       } else if (name == "maps") {
         const auto r = parse_proc_maps(text);
-        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(r.has_value()) << r.error().message;
         maps[pid] = r.value();
       } else if (name == "smaps_rollup") {
         const auto r = parse_proc_smaps_rollup(text);
-        ASSERT_TRUE(r.ok()) << r.error().message;
+        ASSERT_TRUE(r.has_value()) << r.error().message;
         rollups[pid] = r.value();
       } else {
         ADD_FAILURE() << "unexpected file " << name;

@@ -13,7 +13,7 @@ namespace {
 
 TEST(ProcMaps, ParsesARealProcess) {
   const auto r = parse_proc_maps(samples::kMaps);
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   const std::vector<Vma>& vmas = r.value();
   ASSERT_EQ(vmas.size(), 38u);
   const Vma& text = vmas[1];
@@ -63,7 +63,7 @@ TEST(ProcMaps, KeepsPathsWithSpacesDeletedSuffixesAndNames) {
       "c000-d000 r-xp 00000000 00:00 0      [uprobes]\n"
       "d000-e000 rw-p 00000000 00:00 0      [stack:1234]\n"
       "e000-f000 rw-p 00000000 103:0a 0 \n");
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   const std::vector<Vma>& v = r.value();
   ASSERT_EQ(v.size(), 8u);
   EXPECT_EQ(v[0].pathname, "/memfd:my buf (deleted)");
@@ -83,7 +83,7 @@ TEST(ProcMaps, KeepsPathsWithSpacesDeletedSuffixesAndNames) {
 
 TEST(ProcMaps, AProcessWithoutAnMmHasNoVmas) {
   const auto r = parse_proc_maps("");
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_TRUE(r.value().empty());
 }
 
@@ -94,8 +94,8 @@ TEST(ProcMaps, CutReadsYieldAnErrorOrTheCompleteLinesOnly) {
     const std::string prefix(text.substr(0, n));
     const auto r = parse_proc_maps(prefix);
     const bool whole_lines = n == 0 || text[n - 1] == '\n';
-    ASSERT_EQ(r.ok(), whole_lines) << "prefix of " << n << " bytes";
-    if (!r.ok()) continue;
+    ASSERT_EQ(r.has_value(), whole_lines) << "prefix of " << n << " bytes";
+    if (!r.has_value()) continue;
     const auto lines = std::count(prefix.begin(), prefix.end(), '\n');
     ASSERT_EQ(r.value().size(), static_cast<size_t>(lines));
     EXPECT_TRUE(std::equal(r.value().begin(), r.value().end(), full.begin()));
@@ -122,7 +122,7 @@ TEST(ProcMaps, RejectsGarbageNamingTheFieldAndLine) {
     const std::string text =
         "0-1000 r--p 00000000 00:00 0 \n" + std::string(c.line);
     const auto r = parse_proc_maps(text);
-    ASSERT_FALSE(r.ok()) << c.line;
+    ASSERT_FALSE(r.has_value()) << c.line;
     EXPECT_EQ(r.error().file, ProcFile::kMaps);
     EXPECT_EQ(r.error().field, c.field) << r.error().message;
     EXPECT_EQ(r.error().line, 2u) << r.error().message;

@@ -12,7 +12,7 @@ namespace {
 
 TEST(ProcSmapsRollup, ParsesARealProcess) {
   const auto r = parse_proc_smaps_rollup(samples::kSmapsRollup);
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   const ProcSmapsRollup& s = r.value();
   EXPECT_EQ(s.start, 0x55705ed62000u);
   EXPECT_EQ(s.end, 0x7fffab6b5000u);
@@ -39,7 +39,7 @@ TEST(ProcSmapsRollup, OlderKernelsWithoutPssSplitLeaveItAbsent) {
     text.erase(begin, text.find('\n', begin) + 1 - begin);
   }
   const auto r = parse_proc_smaps_rollup(text);
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_FALSE(r.value().pss_anon_kb);
   EXPECT_FALSE(r.value().pss_file_kb);
   EXPECT_FALSE(r.value().pss_shmem_kb);
@@ -52,7 +52,7 @@ TEST(ProcSmapsRollup, ParsesTheHeaderOfAnMmWithoutVmas) {
       "[rollup]\nRss: 0 kB\nPss: 0 kB\nShared_Clean: 0 kB\n"
       "Shared_Dirty: 0 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: 0 kB\n"
       "Referenced: 0 kB\nAnonymous: 0 kB\nSwap: 0 kB\nSwapPss: 0 kB\n");
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r.value().start, 0u);
   EXPECT_EQ(r.value().end, 0u);
 }
@@ -82,7 +82,7 @@ TEST(ProcSmapsRollup, RejectsBadHeadersAndGarbageNamingTheField) {
   };
   for (const auto& c : cases) {
     const auto r = parse_proc_smaps_rollup(c.bad);
-    ASSERT_FALSE(r.ok()) << c.bad;
+    ASSERT_FALSE(r.has_value()) << c.bad;
     EXPECT_EQ(r.error().file, ProcFile::kSmapsRollup);
     EXPECT_EQ(r.error().field, c.field) << r.error().message;
   }

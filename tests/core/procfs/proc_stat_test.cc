@@ -28,7 +28,7 @@ std::string stat_with_field(int field, std::string_view value) {
 
 TEST(ProcStat, ParsesARealProcess) {
   const auto r = parse_proc_stat(samples::kStat);
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   const ProcStat& s = r.value();
   EXPECT_EQ(s.pid, 6029u);
   EXPECT_EQ(s.comm, "python3");
@@ -42,7 +42,7 @@ TEST(ProcStat, ParsesARealProcess) {
 
 TEST(ProcStat, ParsesKernelThreadsWithNoMemoryAndLongComms) {
   const auto k = parse_proc_stat(samples::kKthreadStat);
-  ASSERT_TRUE(k.ok()) << k.error().message;
+  ASSERT_TRUE(k.has_value()) << k.error().message;
   EXPECT_EQ(k.value().comm, "kthreadd");
   EXPECT_EQ(k.value().ppid, 0u);
   EXPECT_EQ(k.value().rss, 0u);
@@ -50,7 +50,7 @@ TEST(ProcStat, ParsesKernelThreadsWithNoMemoryAndLongComms) {
 
   // Workqueue workers show "kworker/...-WQ", longer than TASK_COMM_LEN.
   const auto w = parse_proc_stat(samples::kKworkerStat);
-  ASSERT_TRUE(w.ok()) << w.error().message;
+  ASSERT_TRUE(w.has_value()) << w.error().message;
   EXPECT_EQ(w.value().comm, "kworker/u8:0-ext4-rsv-conversion");
   EXPECT_EQ(w.value().state, 'I');
 }
@@ -72,7 +72,7 @@ TEST(ProcStat, KeepsHostileCommsWholeAndTheOtherFieldsRight) {
     ASSERT_LE(comm.size(), 64u);
     const std::string text = stat_with_comm(comm);
     const auto r = parse_proc_stat(text);
-    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(r.has_value()) << r.error().message;
     expected.comm = comm;
     EXPECT_EQ(r.value(), expected) << "comm '" << comm << "'";
     // Cut reads of hostile comms never yield a wrong value either.
@@ -91,7 +91,7 @@ TEST(ProcStat, CutReadsParseOnlyOnceTheRssFieldIsComplete) {
 
 TEST(ProcStat, NamesTheMissingFieldOfATruncatedText) {
   const auto r = parse_proc_stat("6029 (python3) R 6026 6026 ");
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().file, ProcFile::kStat);
   EXPECT_EQ(r.error().field, "field 6");
   EXPECT_TRUE(contains(r.error().message, "/proc/PID/stat: field 6: missing"))
@@ -122,14 +122,14 @@ TEST(ProcStat, RejectsGarbageAndOverflowNamingTheFieldAndOffset) {
   for (const Case& c : cases) {
     const std::string text = stat_with_field(c.field, c.value);
     const auto r = parse_proc_stat(text);
-    ASSERT_FALSE(r.ok()) << c.name << " = '" << c.value << "'";
+    ASSERT_FALSE(r.has_value()) << c.name << " = '" << c.value << "'";
     EXPECT_EQ(r.error().field, c.name);
     EXPECT_TRUE(contains(r.error().message, c.reason)) << r.error().message;
     EXPECT_EQ(text.substr(r.error().offset, c.value.size()), c.value);
     EXPECT_EQ(r.error().line, 1u);
   }
   const auto pid = parse_proc_stat("x (a) R 1 ");
-  ASSERT_FALSE(pid.ok());
+  ASSERT_FALSE(pid.has_value());
   EXPECT_EQ(pid.error().field, "field 1 (pid)");
 }
 
@@ -137,7 +137,7 @@ TEST(ProcStat, CountsLinesForErrorsAfterANewlineInTheComm) {
   std::string text = stat_with_comm("a\nb");
   text.replace(text.find(" 59617 ") + 1, 5, "5961x");
   const auto r = parse_proc_stat(text);
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().line, 2u);
   EXPECT_TRUE(contains(r.error().message, "line 2")) << r.error().message;
 }

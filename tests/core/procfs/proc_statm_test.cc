@@ -10,7 +10,7 @@ namespace {
 
 TEST(ProcStatm, ParsesARealProcessAndAKernelThread) {
   const auto r = parse_proc_statm(samples::kStatm);
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r.value(), (ProcStatm{.size = 41072,
                                   .resident = 3546,
                                   .shared = 1680,
@@ -19,7 +19,7 @@ TEST(ProcStatm, ParsesARealProcessAndAKernelThread) {
                                   .data = 6226,
                                   .dt = 0}));
   const auto k = parse_proc_statm(samples::kKthreadStatm);
-  ASSERT_TRUE(k.ok()) << k.error().message;
+  ASSERT_TRUE(k.has_value()) << k.error().message;
   EXPECT_EQ(k.value(), ProcStatm{});
 }
 
@@ -27,7 +27,7 @@ TEST(ProcStatm, CutReadsAreRejectedUntilTheNewline) {
   EXPECT_EQ(shortest_parsing_prefix(parse_proc_statm, samples::kStatm),
             samples::kStatm.size());
   const auto r = parse_proc_statm("41072 3546 1680");
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().field, "shared");
   EXPECT_EQ(r.error().offset, 15u);
 }
@@ -47,7 +47,7 @@ TEST(ProcStatm, RejectsGarbageNamingTheField) {
   };
   for (const Case& c : cases) {
     const auto r = parse_proc_statm(c.text);
-    ASSERT_FALSE(r.ok()) << c.text;
+    ASSERT_FALSE(r.has_value()) << c.text;
     EXPECT_EQ(r.error().file, ProcFile::kStatm);
     EXPECT_EQ(r.error().field, c.field) << c.text;
     EXPECT_TRUE(contains(r.error().message, c.reason)) << r.error().message;

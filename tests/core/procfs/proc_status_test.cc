@@ -20,7 +20,7 @@ std::string status_with_line(std::string_view key, std::string_view line) {
 
 TEST(ProcStatus, ParsesARealProcess) {
   const auto r = parse_proc_status(samples::kStatus);
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   const ProcStatus& s = r.value();
   EXPECT_EQ(s.name, "python3");
   EXPECT_EQ(s.tgid, 6029u);
@@ -46,7 +46,7 @@ TEST(ProcStatus, ConvertsKilobytesToPagesOfTheHostSize) {
 
 TEST(ProcStatus, KernelThreadsHaveAbsentNotZeroMemoryFields) {
   const auto r = parse_proc_status(samples::kKthreadStatus);
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
   const ProcStatus& s = r.value();
   EXPECT_EQ(s.name, "kthreadd");
   EXPECT_EQ(s.tgid, 2u);
@@ -76,12 +76,12 @@ TEST(ProcStatus, UnescapesNamesAsTheKernelEscapesThem) {
   };
   for (const auto& c : cases) {
     const auto r = parse_proc_status(status_with_line("Name", c.line));
-    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_TRUE(r.has_value()) << r.error().message;
     EXPECT_EQ(r.value().name, c.name);
   }
   for (std::string_view bad : {"Name:\tab\\", "Name:\ta\\tb", "Name: a"}) {
     const auto r = parse_proc_status(status_with_line("Name", bad));
-    ASSERT_FALSE(r.ok()) << bad;
+    ASSERT_FALSE(r.has_value()) << bad;
     EXPECT_EQ(r.error().field, "Name");
     EXPECT_EQ(r.error().line, 1u);
   }
@@ -112,7 +112,7 @@ TEST(ProcStatus, RejectsGarbageNamingTheFieldAndLine) {
   for (const auto& c : cases) {
     const std::string text = status_with_line(c.key, c.line);
     const auto r = parse_proc_status(text);
-    ASSERT_FALSE(r.ok()) << c.line;
+    ASSERT_FALSE(r.has_value()) << c.line;
     EXPECT_EQ(r.error().file, ProcFile::kStatus);
     EXPECT_EQ(r.error().field, c.key);
     EXPECT_TRUE(contains(r.error().message, c.reason)) << r.error().message;
@@ -127,7 +127,7 @@ TEST(ProcStatus, RequiresNameTgidAndThreads) {
   EXPECT_EQ(parse_proc_status("Name:\tx\nThreads:\t1\n").error().field, "Tgid");
   EXPECT_EQ(parse_proc_status("Name:\tx\nTgid:\t1\n").error().field, "Threads");
   const auto ok = parse_proc_status("Name:\tx\nTgid:\t1\nThreads:\t1\n");
-  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
 }
 
 }  // namespace

@@ -15,13 +15,13 @@ namespace rssaudit {
 template <typename Parse>
 size_t shortest_parsing_prefix(Parse parse, std::string_view text) {
   const auto full = parse(text);
-  EXPECT_TRUE(full.ok()) << full.error().message;
+  EXPECT_TRUE(full.has_value()) << full.error().message;
   size_t shortest = text.size() + 1;
   for (size_t n = 0; n <= text.size(); ++n) {
     // A copy, so reads past the prefix would show up under sanitizers.
     const std::string prefix(text.substr(0, n));
     const auto r = parse(prefix);
-    if (!r.ok()) continue;
+    if (!r.has_value()) continue;
     if (shortest > n) shortest = n;
     EXPECT_EQ(r.value(), full.value()) << "prefix of " << n << " bytes";
   }

@@ -1,13 +1,13 @@
-// The outcome of parsing the text of one /proc read: the parsed value, or
-// where and why the text was rejected. Every /proc parser returns this.
+// Where and why the text of one /proc read was rejected: the error of every
+// /proc parser, which returns Result<T, ParseError> (core/result.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
+
+#include "core/result.h"
 
 namespace rssaudit {
 
@@ -46,24 +46,6 @@ struct ParseError {
   size_t line = 1;    // 1-based line of that byte
   // The file, field, place and reason in one sentence, for logs.
   std::string message;
-};
-
-template <typename T>
-class [[nodiscard]] ParseResult {
- public:
-  // Implicit, so a parser can `return value;` and `return error;`.
-  ParseResult(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  ParseResult(ParseError error)
-      : v_(std::in_place_index<1>, std::move(error)) {}
-
-  bool ok() const { return v_.index() == 0; }
-  // Throw std::bad_variant_access when called on the wrong alternative.
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  const ParseError& error() const { return std::get<1>(v_); }
-
- private:
-  std::variant<T, ParseError> v_;
 };
 
 }  // namespace rssaudit

@@ -1,0 +1,3 @@
+#pragma once
+// Every folder may include core/result.h.
+#include "core/result.h"
