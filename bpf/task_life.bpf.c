@@ -53,9 +53,9 @@ int BPF_PROG(on_sched_process_exec, struct task_struct* task, pid_t old_pid,
   return 0;
 }
 
-/* Fires before exit_mm(), so task->mm is still the task's mm. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
+/* The exit record of `task`, taken while task->mm is still its mm. */
+static __always_inline int task_exit(struct task_struct* task,
+                                     bool group_dead) {
   __u64 mm = (__u64)task->mm;
   if (!mm) return 0;
   struct stream_claim claim;
@@ -77,6 +77,24 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
   }
   stream_publish(&claim);
   return 0;
+}
+
+/* Where sched_process_exit passes group_dead (6.18 does), it fires before
+ * exit_mm(). User space loads this program or the next, never both
+ * (capture/bpf_capture.cc, exit_hook()). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
+  return task_exit(task, group_dead);
+}
+
+/* Where it passes the task alone (6.12, 6.1), sched_process_exit fires
+ * after exit_mm(), when task->mm is NULL. do_exit() has called
+ * taskstats_exit(tsk, group_dead) just before exit_mm() since 115085ea0794
+ * (2006), so the exit is taken there, by fentry; a kernel built without
+ * CONFIG_TASKSTATS has no such function to trace. */
+SEC("fentry/taskstats_exit")
+int BPF_PROG(on_taskstats_exit, struct task_struct* task, int group_dead) {
+  return task_exit(task, group_dead != 0);
 }
 
 /* Fires after the teardown's counter updates: no update of this mm follows,

@@ -58,9 +58,17 @@ thread_local std::string* libbpf_log = nullptr;
 int collect_libbpf_log(enum libbpf_print_level level, const char* format,
                        va_list args) {
   if (!libbpf_log || level == LIBBPF_DEBUG) return 0;
-  char line[512];
-  const int n = vsnprintf(line, sizeof(line), format, args);
-  if (n > 0) libbpf_log->append(line, std::min<size_t>(n, sizeof(line) - 1));
+  // Whole: the verifier prints its log as one message, its reason last.
+  va_list again;
+  va_copy(again, args);
+  const int n = vsnprintf(nullptr, 0, format, args);
+  if (n > 0) {
+    const size_t at = libbpf_log->size();
+    libbpf_log->resize(at + size_t(n) + 1);
+    vsnprintf(libbpf_log->data() + at, size_t(n) + 1, format, again);
+    libbpf_log->resize(at + size_t(n));
+  }
+  va_end(again);
   constexpr size_t kKeep = 4096;
   if (libbpf_log->size() > 2 * kKeep)
     libbpf_log->erase(0, libbpf_log->size() - kKeep);
@@ -115,6 +123,30 @@ bool has_percpu_rss(const btf* b) {
   return btf_is_struct(elem) && std::strcmp(elem_name, "percpu_counter") == 0;
 }
 
+// The parameters of tracepoint `name`'s BTF prototype (its first is the
+// tracepoint's context); -1 when the kernel BTF has no such tracepoint.
+int tracepoint_params(const btf* b, const char* name) {
+  const std::string typedef_name = fmt::format("btf_trace_{}", name);
+  const int id =
+      btf__find_by_name_kind(b, typedef_name.c_str(), BTF_KIND_TYPEDEF);
+  if (id < 0) return -1;
+  const btf_type* ptr = btf__type_by_id(b, btf__type_by_id(b, id)->type);
+  if (!ptr || !btf_is_ptr(ptr)) return -1;
+  const btf_type* proto = btf__type_by_id(b, ptr->type);
+  return proto && btf_is_func_proto(proto) ? btf_vlen(proto) : -1;
+}
+
+// Where the exit record is taken (bpf/task_life.bpf.c): sched_process_exit
+// where it passes group_dead (context, task, group_dead), else the entry of
+// taskstats_exit(), which passes it; else nowhere.
+ExitHook exit_hook_of(const btf* b) {
+  if (tracepoint_params(b, "sched_process_exit") >= 3)
+    return ExitHook::kSchedProcessExit;
+  if (btf__find_by_name_kind(b, "taskstats_exit", BTF_KIND_FUNC) >= 0)
+    return ExitHook::kTaskstatsExit;
+  return ExitHook::kNone;
+}
+
 // A verifier rejection (EACCES, EINVAL) is a bug of ours, not a missing
 // feature, so it is not in this list.
 bool capability_errno(int err) {
@@ -123,6 +155,18 @@ bool capability_errno(int err) {
 }
 
 }  // namespace
+
+const char* exit_hook_name(ExitHook h) {
+  switch (h) {
+    case ExitHook::kSchedProcessExit:
+      return "tp_btf/sched_process_exit";
+    case ExitHook::kTaskstatsExit:
+      return "fentry/taskstats_exit";
+    case ExitHook::kNone:
+      break;
+  }
+  return "none";
+}
 
 uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus) {
   const uint64_t fit = std::min<uint64_t>(bytes / cpus / sizeof(rss_slot),
@@ -138,6 +182,7 @@ CaptureSupport probe_capture_support() {
   s.btf = b != nullptr;
   if (b) {
     s.percpu_rss = has_percpu_rss(b);
+    s.exit_hook = exit_hook_of(b);
     s.tracepoints = true;
     for (const char* tp : kTracepoints) {
       const std::string type = fmt::format("btf_trace_{}", tp);
@@ -165,6 +210,26 @@ CaptureSupport probe_capture_support() {
   return s;
 }
 
+int BpfCapture::load(const CaptureOptions& options) {
+  skel_ = rssaudit_bpf__open();
+  if (!skel_) return -errno;
+  skel_->rodata->self_tgid =
+      options.self_tgid ? options.self_tgid : static_cast<uint32_t>(getpid());
+  skel_->rodata->target_tgid = options.target_tgid;
+  slots_per_cpu_ = slots_per_cpu_for(options.stream_bytes, possible_cpus_);
+  skel_->rodata->slots_per_cpu = slots_per_cpu_;
+  if (int err = bpf_map__set_max_entries(skel_->maps.slots,
+                                         possible_cpus_ * slots_per_cpu_))
+    return err;
+  if (int err = bpf_map__set_max_entries(skel_->maps.positions, possible_cpus_))
+    return err;
+  bpf_program__set_autoload(skel_->progs.on_sched_process_exit,
+                            exit_hook_ == ExitHook::kSchedProcessExit);
+  bpf_program__set_autoload(skel_->progs.on_taskstats_exit,
+                            exit_hook_ == ExitHook::kTaskstatsExit);
+  return rssaudit_bpf__load(skel_);
+}
+
 Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
     const CaptureOptions& options) {
   const CaptureSupport support = probe_capture_support();
@@ -189,26 +254,26 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
   c->possible_cpus_ = static_cast<uint32_t>(cpus);
   c->drop_values_.resize(c->possible_cpus_);
 
-  c->skel_ = rssaudit_bpf__open();
-  if (!c->skel_) return fail("open", errno);
-  c->skel_->rodata->self_tgid =
-      options.self_tgid ? options.self_tgid : static_cast<uint32_t>(getpid());
-  c->skel_->rodata->target_tgid = options.target_tgid;
-  const uint32_t slots_per_cpu =
-      slots_per_cpu_for(options.stream_bytes, c->possible_cpus_);
-  c->skel_->rodata->slots_per_cpu = slots_per_cpu;
-  if (int err = bpf_map__set_max_entries(c->skel_->maps.slots,
-                                         c->possible_cpus_ * slots_per_cpu))
-    return fail("sizing the streams", err);
-  if (int err =
-          bpf_map__set_max_entries(c->skel_->maps.positions, c->possible_cpus_))
-    return fail("sizing the streams", err);
-  if (int err = rssaudit_bpf__load(c->skel_)) return fail("load", err);
+  // An fentry program may still fail to load (no BTF for the function's
+  // module, no trampolines on this machine): the capture then runs without
+  // exit records and says so (exit_hook() is kNone).
+  c->exit_hook_ = support.exit_hook;
+  int err = c->load(options);
+  if (err && c->exit_hook_ == ExitHook::kTaskstatsExit) {
+    c->exit_hook_failure_ = fmt::format(
+        "fentry/taskstats_exit did not load ({})", std::strerror(-err));
+    log.clear();
+    rssaudit_bpf__destroy(c->skel_);
+    c->skel_ = nullptr;
+    c->exit_hook_ = ExitHook::kNone;
+    err = c->load(options);
+  }
+  if (err) return fail(c->skel_ ? "load" : "open", err);
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 
   Result<std::unique_ptr<StreamReader>> streams = StreamReader::map(
       bpf_map__fd(c->skel_->maps.slots), bpf_map__fd(c->skel_->maps.positions),
-      c->possible_cpus_, slots_per_cpu);
+      c->possible_cpus_, c->slots_per_cpu_);
   if (!streams)
     return unexpected(
         CaptureError{"BPF capture: " + streams.error().message, false});

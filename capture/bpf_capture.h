@@ -40,6 +40,18 @@ struct CaptureOptions {
 // 32 bits.
 uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus);
 
+// Where a task's exit is recorded while its mm is still attached
+// (bpf/task_life.bpf.c). kNone: no exit records, so the per_task and
+// lazy_percpu models miss each thread's exit and reaped processes go
+// unnamed; everything else runs.
+enum class ExitHook : uint8_t {
+  kSchedProcessExit,  // tp_btf/sched_process_exit(task, group_dead)
+  kTaskstatsExit,     // fentry/taskstats_exit(task, group_dead)
+  kNone,
+};
+// "tp_btf/sched_process_exit", "fentry/taskstats_exit" or "none".
+const char* exit_hook_name(ExitHook h);
+
 // What the running kernel offers for capture.
 struct CaptureSupport {
   bool root = false;         // CAP_BPF + CAP_PERFMON, in practice root
@@ -51,6 +63,8 @@ struct CaptureSupport {
   // without the host's PID namespace, where every /proc read by pid would
   // find no process, or another one.
   bool host_pids = false;
+  // From the kernel BTF: the hook BpfCapture::open() will try first.
+  ExitHook exit_hook = ExitHook::kNone;
   // Empty when capture can run, else what is missing, for a human.
   std::string missing;
 };
@@ -100,6 +114,10 @@ class BpfCapture {
 
   // CPUs the kernel may ever use: the range of rss_event::cpu.
   uint32_t possible_cpus() const { return possible_cpus_; }
+  // The exit hook that loaded, and why the one the BTF offered did not
+  // (empty when it did).
+  ExitHook exit_hook() const { return exit_hook_; }
+  const std::string& exit_hook_failure() const { return exit_hook_failure_; }
   // Records one CPU's stream holds when full.
   uint64_t stream_records() const { return streams_->slots_per_cpu(); }
 
@@ -107,8 +125,15 @@ class BpfCapture {
   BpfCapture() = default;
 
   rssaudit_bpf* skel_ = nullptr;
+  // Opens the skeleton with exit_hook_'s program and loads it; 0 or a
+  // negative errno.
+  int load(const CaptureOptions& options);
+
   std::unique_ptr<StreamReader> streams_;
   uint32_t possible_cpus_ = 0;
+  uint32_t slots_per_cpu_ = 0;
+  ExitHook exit_hook_ = ExitHook::kNone;
+  std::string exit_hook_failure_;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
   mutable std::vector<uint64_t> drop_values_;
   mutable uint64_t last_drops_ = 0;

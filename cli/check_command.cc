@@ -207,6 +207,12 @@ struct Report {
   std::string socket_path;
   Socket socket;
   std::vector<std::string> blockers;  // why capture cannot run
+  // The capture rssauditd loads, loaded and attached here for a moment:
+  // null when the probes above already ruled it out.
+  std::optional<bool> loaded;
+  std::string load_error;  // libbpf's and the verifier's words
+  ExitHook exit_hook = ExitHook::kNone;
+  std::string exit_hook_failure;
 };
 
 bool has_cap(const Report& r, int bit) {
@@ -258,6 +264,20 @@ Report gather(const CheckOptions& o) {
   }
   if (r.streams.present == false)
     r.blockers.push_back("the kernel cannot map BPF arrays (Linux 5.5+)");
+  if (r.blockers.empty()) {
+    // The daemon's own open, so that a yes here is a yes there.
+    CaptureOptions co;
+    co.stream_bytes = 0;  // the smallest streams
+    auto capture = BpfCapture::open(co);
+    r.loaded = capture.has_value();
+    if (capture) {
+      r.exit_hook = (*capture)->exit_hook();
+      r.exit_hook_failure = (*capture)->exit_hook_failure();
+    } else {
+      r.load_error = capture.error().message;
+      r.blockers.push_back(r.load_error.substr(0, r.load_error.find('\n')));
+    }
+  }
   return r;
 }
 
@@ -308,6 +328,12 @@ void print_json(const Report& r) {
        {{"path", r.socket_path},
         {"exists", r.socket.exists},
         {"accepting", r.socket.accepting}}},
+      {"capture_loaded", optional_json(r.loaded)},
+      {"load_error", r.load_error.empty() ? nlohmann::json(nullptr)
+                                          : nlohmann::json(r.load_error)},
+      {"exit_hook",
+       r.loaded == true ? nlohmann::json(exit_hook_name(r.exit_hook))
+                        : nlohmann::json(nullptr)},
       {"can_capture", r.blockers.empty()},
       {"reasons", r.blockers}};
   fmt::print("{}\n", j.dump(2));
@@ -414,8 +440,18 @@ void print_human(const Report& r, SizeUnit unit) {
             : r.socket.exists
                 ? "present, not accepting (" + r.socket.status + ")"
                 : "absent"));
+  if (r.loaded == true)
+    line("exits",
+         r.exit_hook == ExitHook::kNone
+             ? "not recorded" +
+                   (r.exit_hook_failure.empty() ? std::string()
+                                                : ": " + r.exit_hook_failure) +
+                   ": the per_task and lazy_percpu models miss thread exits"
+             : std::string("recorded at ") + exit_hook_name(r.exit_hook));
   if (r.blockers.empty()) {
-    line("capture", "yes: rssauditd, record and whatif --pid can run here");
+    line("capture",
+         "yes: loaded and attached as rssauditd does; rssauditd, record "
+         "and whatif --pid can run here");
   } else {
     line("capture", "no:");
     for (const std::string& why : r.blockers) line("", "- " + why);
