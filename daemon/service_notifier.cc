@@ -1,11 +1,12 @@
 #include "daemon/service_notifier.h"
 
 #include <systemd/sd-daemon.h>
-#include <time.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include "os/clock.h"
 
 namespace rssaudit {
 
@@ -42,10 +43,7 @@ int ServiceNotifier::watchdog() {
 
 int ServiceNotifier::reloading() {
   // CLOCK_MONOTONIC, the clock systemd compares MONOTONIC_USEC against.
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const uint64_t usec =
-      uint64_t(ts.tv_sec) * 1'000'000 + uint64_t(ts.tv_nsec) / 1'000;
+  const uint64_t usec = monotonic_ns() / 1'000;
   return send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec));
 }
 
