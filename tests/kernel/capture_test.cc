@@ -278,7 +278,12 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
       ++faults_of_one_page;
       cpu_used[s.update.cpu] = true;
       // Its own fault, counted once, even for the child's first update.
-      ASSERT_TRUE(s.update.in_fault()) << "update " << i;
+      ASSERT_TRUE(s.update.in_fault())
+          << "update " << i << " of " << updates.size() << ": tid "
+          << s.update.task << " cpu " << s.update.cpu << " faults "
+          << s.info.faults << " slot " << s.info.kernel_slot << " count "
+          << s.info.kernel_count << " faults_of_one_page so far "
+          << faults_of_one_page;
       ASSERT_EQ(s.info.faults, 1) << "update " << i;
     }
   }

@@ -35,7 +35,10 @@ mnt tmpfs /run mode=755
 KT_TIMEOUT=600
 read -r cmdline </proc/cmdline
 for word in $cmdline; do
-  case $word in rssaudit.kt_timeout=*) KT_TIMEOUT=${word#*=} ;; esac
+  case $word in
+    rssaudit.kt_timeout=*) KT_TIMEOUT=${word#*=} ;;
+    rssaudit.gtest_filter=*) GTEST_ARGS="$GTEST_ARGS --gtest_filter=${word#*=}" ;;
+  esac
 done
 ip link set lo up 2>/dev/null || say "no loopback"
 # The guest has no network device: loopback is all there is.
