@@ -54,6 +54,9 @@ void record(const RecordOptions& o) {
     capture->poll([&](const rss_event& e) { file.append(e); });
     return true;
   };
+  // Said once the programs are attached: what follows is captured.
+  fmt::print(stderr, "rssaudit: recording to {} for {} s; SIGINT stops\n",
+             o.output, o.duration_s);
   run_until(o.duration_s, drain);
   drain();
   file.close();

@@ -169,13 +169,28 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
   const std::string sock = base + ".sock", db = base + ".db";
   const std::string err = base + ".err", metrics = base + ".prom";
   const std::string status_file = base + ".status", top_file = base + ".top";
+  const std::string touched = base + ".touched", queried = base + ".queried";
   const std::string cli = RSSAUDIT_CLI;
+  // Each step waits for the one before it rather than for a fixed time:
+  // in a TCG guest starting the daemon or python3 takes seconds. The
+  // python3 holds its 32 MiB until the queries are done (60 s at most).
   const auto r = testing::run_command(
       "( " + std::string(RSSAUDIT_DAEMON) + " --db " + db + " --socket " +
       sock + " --metrics-listen 127.0.0.1:0 --sample-interval 0.2 2>" + err +
-      " & d=$!; sleep 1.5; "
-      "python3 -c 'import time; b = bytearray(32 << 20); "
-      "b[::4096] = b\"x\" * 8192; time.sleep(2)' & w=$!; sleep 1.2; "
+      " & d=$!; for i in $(seq 300); do grep -q capturing " + err +
+      " && break; sleep 0.1; done; "
+      "python3 -c 'import os, time; b = bytearray(32 << 20); "
+      "b[::4096] = b\"x\" * 8192; open(\"" +
+      touched +
+      "\", \"w\").close(); "
+      "any(os.path.exists(\"" +
+      queried +
+      "\") or time.sleep(0.05) "
+      "for _ in range(1200))' & w=$!; "
+      "for i in $(seq 600); do [ -e " +
+      touched +
+      " ] && break; sleep 0.1; "
+      "done; sleep 1.2; "
       "port=$(sed -n 's/.*serving metrics on 127.0.0.1:\\([0-9]*\\).*/\\1/p' " +
       err +
       "); python3 -c \"import urllib.request, sys; sys.stdout.write("
@@ -183,7 +198,8 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
       ".read().decode())\" > " +
       metrics + "; " + cli + " status --socket " + sock + " --json > " +
       status_file + "; " + cli + " top --live --json --socket " + sock + " > " +
-      top_file + "; wait $w; kill -TERM $d; wait $d )");
+      top_file + "; touch " + queried + "; wait $w; kill -TERM $d; wait $d )");
+  for (const std::string& f : {touched, queried}) std::filesystem::remove(f);
   ASSERT_EQ(r.exit_code, 0) << r.err << testing::slurp(err);
   const auto status = nlohmann::json::parse(testing::slurp(status_file));
   EXPECT_GT(status.at("events").get<uint64_t>(), 8192u) << r.out;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -123,13 +124,24 @@ TEST_F(RecordingTest, RecordAndReplayCommandsEndToEnd) {
   capture_.reset();  // the command loads its own programs
   const auto path = temp_file("rssaudit-cli-");
   const std::string cli = RSSAUDIT_CLI;
-  std::thread workload([] {
-    usleep(300'000);
-    waitpid(spawn_fault_loop(8), nullptr, 0);
+  // Fault loops from the moment the programs are attached (the command
+  // says so) until the recording ends: in a TCG guest attaching takes
+  // seconds, and attaching while rss_stat fires hard there once crashed
+  // the guest kernel (an int3 of the code patching, in trace_rss_stat).
+  const std::string said = path.string() + ".err";
+  std::atomic<bool> recorded{false};
+  std::thread workload([&] {
+    while (!recorded &&
+           testing::slurp(said).find("recording to") == std::string::npos)
+      usleep(20'000);
+    while (!recorded) waitpid(spawn_fault_loop(8), nullptr, 0);
   });
-  const auto rec =
-      testing::run_command(cli + " record --duration 1.5 -o " + path.string());
+  auto rec = testing::run_command("(" + cli + " record --duration 1.5 -o " +
+                                  path.string() + " 2>" + said + ")");
+  recorded = true;
   workload.join();
+  rec.err = testing::slurp(said);
+  std::filesystem::remove(said);
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   const auto rep =
       testing::run_command(cli + " replay --json " + path.string());
@@ -140,6 +152,7 @@ TEST_F(RecordingTest, RecordAndReplayCommandsEndToEnd) {
 
   // A cut file: exit 1, the error names the byte offset, the rest replayed.
   const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 100u);
   std::filesystem::resize_file(path, size - 100);
   const auto cut = testing::run_command(cli + " replay " + path.string());
   std::filesystem::remove(path);
