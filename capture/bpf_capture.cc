@@ -259,15 +259,21 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
   // exit records and says so (exit_hook() is kNone).
   c->exit_hook_ = support.exit_hook;
   int err = c->load(options);
+  std::string why_none = "the kernel offers no hook before exit_mm()";
   if (err && c->exit_hook_ == ExitHook::kTaskstatsExit) {
-    c->exit_hook_failure_ = fmt::format(
-        "fentry/taskstats_exit did not load ({})", std::strerror(-err));
+    why_none = fmt::format("fentry/taskstats_exit did not load ({})",
+                           std::strerror(-err));
     log.clear();
     rssaudit_bpf__destroy(c->skel_);
     c->skel_ = nullptr;
     c->exit_hook_ = ExitHook::kNone;
     err = c->load(options);
   }
+  if (c->exit_hook_ == ExitHook::kNone)
+    c->exits_unrecorded_ = fmt::format(
+        "task exits are not recorded ({}): the per_task and lazy_percpu "
+        "models miss thread exits, and reaped processes go unnamed",
+        why_none);
   if (err) return fail(c->skel_ ? "load" : "open", err);
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 

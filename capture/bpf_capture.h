@@ -114,10 +114,11 @@ class BpfCapture {
 
   // CPUs the kernel may ever use: the range of rss_event::cpu.
   uint32_t possible_cpus() const { return possible_cpus_; }
-  // The exit hook that loaded, and why the one the BTF offered did not
-  // (empty when it did).
+  // The exit hook that loaded.
   ExitHook exit_hook() const { return exit_hook_; }
-  const std::string& exit_hook_failure() const { return exit_hook_failure_; }
+  // Empty when exits are recorded; else one sentence for a human: why not,
+  // and what the audit misses without them.
+  const std::string& exits_unrecorded() const { return exits_unrecorded_; }
   // Records one CPU's stream holds when full.
   uint64_t stream_records() const { return streams_->slots_per_cpu(); }
 
@@ -133,7 +134,7 @@ class BpfCapture {
   uint32_t possible_cpus_ = 0;
   uint32_t slots_per_cpu_ = 0;
   ExitHook exit_hook_ = ExitHook::kNone;
-  std::string exit_hook_failure_;
+  std::string exits_unrecorded_;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
   mutable std::vector<uint64_t> drop_values_;
   mutable uint64_t last_drops_ = 0;

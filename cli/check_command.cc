@@ -212,7 +212,7 @@ struct Report {
   std::optional<bool> loaded;
   std::string load_error;  // libbpf's and the verifier's words
   ExitHook exit_hook = ExitHook::kNone;
-  std::string exit_hook_failure;
+  std::string exits_unrecorded;
 };
 
 bool has_cap(const Report& r, int bit) {
@@ -272,7 +272,7 @@ Report gather(const CheckOptions& o) {
     r.loaded = capture.has_value();
     if (capture) {
       r.exit_hook = (*capture)->exit_hook();
-      r.exit_hook_failure = (*capture)->exit_hook_failure();
+      r.exits_unrecorded = (*capture)->exits_unrecorded();
     } else {
       r.load_error = capture.error().message;
       r.blockers.push_back(r.load_error.substr(0, r.load_error.find('\n')));
@@ -441,13 +441,9 @@ void print_human(const Report& r, SizeUnit unit) {
                 ? "present, not accepting (" + r.socket.status + ")"
                 : "absent"));
   if (r.loaded == true)
-    line("exits",
-         r.exit_hook == ExitHook::kNone
-             ? "not recorded" +
-                   (r.exit_hook_failure.empty() ? std::string()
-                                                : ": " + r.exit_hook_failure) +
-                   ": the per_task and lazy_percpu models miss thread exits"
-             : std::string("recorded at ") + exit_hook_name(r.exit_hook));
+    line("exits", r.exits_unrecorded.empty() ? std::string("recorded at ") +
+                                                   exit_hook_name(r.exit_hook)
+                                             : r.exits_unrecorded);
   if (r.blockers.empty()) {
     line("capture",
          "yes: loaded and attached as rssauditd does; rssauditd, record "

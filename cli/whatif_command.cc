@@ -12,6 +12,7 @@
 #include "capture/live_audit.h"
 #include "capture/recording.h"
 #include "cli/errors.h"
+#include "cli/query_support.h"
 #include "cli/run_until.h"
 #include "cli/scheme_report.h"
 #include "cli/units.h"
@@ -287,10 +288,7 @@ bool process_gone(ProcessSampler& sampler, uint32_t pid) {
 
 std::string comm_of(ProcessSampler& sampler, uint32_t pid) {
   const IdentityResult who = sampler.identify(pid);
-  std::string comm = who.stat ? who.stat->comm : "";
-  for (char& c : comm)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return comm;
+  return printable(who.stat ? who.stat->comm : "");
 }
 
 void whatif_live(const WhatifOptions& o) {

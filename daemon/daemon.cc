@@ -362,13 +362,8 @@ int run_daemon(const std::vector<std::string>& args) {
                capture.error().message);
     return 1;
   }
-  if ((*capture)->exit_hook() == ExitHook::kNone)
-    fmt::print(stderr,
-               "rssauditd: task exits are not recorded on this kernel{}: "
-               "the per_task and lazy_percpu models miss thread exits\n",
-               (*capture)->exit_hook_failure().empty()
-                   ? ""
-                   : " (" + (*capture)->exit_hook_failure() + ")");
+  if (const std::string& why = (*capture)->exits_unrecorded(); !why.empty())
+    fmt::print(stderr, "rssauditd: {}\n", why);
   const RecordHeader host = host_record_header((*capture)->possible_cpus());
   Topology model = topology_of(host);
   RunInfo run;
