@@ -34,6 +34,7 @@
 
 #include "capture/stream_reader.h"
 #include "fault_round.h"
+#include "os/clock.h"
 #include "pin_to_cpu.h"
 #include "program_maps.h"
 
@@ -161,9 +162,10 @@ class Drain {
     while (!stop_) {
       if (rings_) ring_buffer__consume(rings_);
       if (streams_)
-        streams_->consume(SIZE_MAX, [this](const rss_event& e) {
-          read_record(this, const_cast<rss_event*>(&e), sizeof(e));
-        });
+        streams_->consume(
+            SIZE_MAX, rssaudit::monotonic_ns(), [this](const rss_event& e) {
+              read_record(this, const_cast<rss_event*>(&e), sizeof(e));
+            });
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }

@@ -21,6 +21,10 @@ struct cpu_state {
   __u64 seen_mm;
   __u64 seen_epoch;
   __s64 seen_count[4];
+  /* The task (as a number) whose page fault started last on this CPU,
+   * and its min_flt + maj_flt then (see in_page_fault()). */
+  __u64 fault_task;
+  __u64 fault_total;
 };
 
 struct {
@@ -111,6 +115,28 @@ static __always_inline __u16 faults_so_far(struct task_struct* cur,
   return (__u16)(cur->min_flt + cur->maj_flt + in_fault);
 }
 
+/* Whether `cur` is inside a page fault, i.e. in handle_mm_fault(), which
+ * before 6.2 ran check_sync_rss_stat() and cached the fault's updates in
+ * the task (docs/counters.md). No task field tells it on every kernel:
+ * in_user_fault (user faults only) is there with CONFIG_MEMCG_V1 (6.18
+ * here, not Debian's 6.12), in_lru_fault (any fault, unless the vma is
+ * VM_SEQ_READ/VM_RAND_READ) with CONFIG_LRU_GEN (6.12, not 6.18 here). So
+ * the page-fault exception marks its CPU (on_page_fault()): the mark holds
+ * while this task's fault total has not moved, i.e. until
+ * mm_account_fault() counts the fault. The fields cover a fault that
+ * slept and resumed on another CPU. */
+static __always_inline bool in_page_fault(struct cpu_state* cs,
+                                          struct task_struct* cur) {
+  if (cs->fault_task && cs->fault_task == launder(cs, cur) &&
+      cs->fault_total == cur->min_flt + cur->maj_flt)
+    return true;
+  if (bpf_core_field_exists(cur->in_user_fault) &&
+      BPF_CORE_READ_BITFIELD(cur, in_user_fault))
+    return true;
+  return bpf_core_field_exists(cur->in_lru_fault) &&
+         BPF_CORE_READ_BITFIELD(cur, in_lru_fault);
+}
+
 /* Whether the update must carry its time. The daemon orders two updates by
  * their windows only when one left its slot at zero (a fold, or a return to
  * zero), and it needs the time of the first record whose `count` shows
@@ -174,10 +200,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   __u8 flags = 0;
   __u16 faults = 0;
   if (owner) {
-    /* handle_mm_fault() sets in_user_fault around a user fault (with
-     * CONFIG_MEMCG); without it no update is known to be in a fault. */
-    bool in_fault = bpf_core_field_exists(cur->in_user_fault) &&
-                    BPF_CORE_READ_BITFIELD(cur, in_user_fault);
+    bool in_fault = in_page_fault(cs, cur);
     flags = RSS_EVF_OWNER | (in_fault ? RSS_EVF_IN_FAULT : 0);
     faults = faults_so_far(cur, in_fault);
   } else if (mm_creating(mm, cur)) {
@@ -208,4 +231,34 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   note_seen(cs, noted, (__u64)mm, epoch, member, after);
   stream_publish(&claim);
   return 0;
+}
+
+/* The start of a page fault on a user address (x86's exception
+ * tracepoints, before handle_mm_fault()): marks this CPU's task as in it
+ * (in_page_fault()). A get_user_pages() fault raises no exception and is
+ * told by in_lru_fault alone; a failed fault leaves its mark until the
+ * task's next one. */
+static __always_inline int on_page_fault(unsigned long address) {
+  if ((long)address < 0) return 0; /* a kernel address: no task's RSS */
+  __u32 zero = 0;
+  struct cpu_state* cs = bpf_map_lookup_elem(&cpu_states, &zero);
+  if (!cs) return 0;
+  struct task_struct* cur = bpf_get_current_task_btf();
+  cs->fault_task = launder(cs, cur);
+  cs->fault_total = cur->min_flt + cur->maj_flt;
+  return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_page_fault_user, unsigned long address, struct pt_regs* regs,
+             unsigned long error_code) {
+  return on_page_fault(address);
+}
+
+/* A fault the kernel takes on user memory: copy_to_user into a fresh
+ * buffer, fork's set_child_tid write. */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(on_page_fault_kernel, unsigned long address, struct pt_regs* regs,
+             unsigned long error_code) {
+  return on_page_fault(address);
 }

@@ -75,7 +75,8 @@ struct task_struct {
   pid_t tgid;
   unsigned long min_flt;
   unsigned long maj_flt;
-  unsigned int in_user_fault : 1; /* CONFIG_MEMCG */
+  unsigned int in_user_fault : 1; /* CONFIG_MEMCG_V1 (CONFIG_MEMCG before) */
+  unsigned int in_lru_fault : 1;  /* CONFIG_LRU_GEN */
   struct task_struct* group_leader;
   u64 start_boottime;
 } __attribute__((preserve_access_index));

@@ -183,6 +183,10 @@ CaptureSupport probe_capture_support() {
   if (b) {
     s.percpu_rss = has_percpu_rss(b);
     s.exit_hook = exit_hook_of(b);
+    s.fault_hooks = true;
+    for (const char* tp :
+         {"btf_trace_page_fault_user", "btf_trace_page_fault_kernel"})
+      s.fault_hooks &= btf__find_by_name_kind(b, tp, BTF_KIND_TYPEDEF) >= 0;
     s.tracepoints = true;
     for (const char* tp : kTracepoints) {
       const std::string type = fmt::format("btf_trace_{}", tp);
@@ -227,6 +231,8 @@ int BpfCapture::load(const CaptureOptions& options) {
                             exit_hook_ == ExitHook::kSchedProcessExit);
   bpf_program__set_autoload(skel_->progs.on_taskstats_exit,
                             exit_hook_ == ExitHook::kTaskstatsExit);
+  bpf_program__set_autoload(skel_->progs.on_page_fault_user, fault_hooks_);
+  bpf_program__set_autoload(skel_->progs.on_page_fault_kernel, fault_hooks_);
   return rssaudit_bpf__load(skel_);
 }
 
@@ -258,6 +264,7 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
   // module, no trampolines on this machine): the capture then runs without
   // exit records and says so (exit_hook() is kNone).
   c->exit_hook_ = support.exit_hook;
+  c->fault_hooks_ = support.fault_hooks;
   int err = c->load(options);
   std::string why_none = "the kernel offers no hook before exit_mm()";
   if (err && c->exit_hook_ == ExitHook::kTaskstatsExit) {
@@ -270,10 +277,16 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
     err = c->load(options);
   }
   if (c->exit_hook_ == ExitHook::kNone)
-    c->exits_unrecorded_ = fmt::format(
+    c->limits_.push_back(fmt::format(
         "task exits are not recorded ({}): the per_task and lazy_percpu "
         "models miss thread exits, and reaped processes go unnamed",
-        why_none);
+        why_none));
+  if (!c->fault_hooks_)
+    c->limits_.push_back(
+        "no page_fault_user/page_fault_kernel tracepoints (x86 only): an "
+        "update is known to be inside a page fault only from the task's "
+        "in_user_fault or in_lru_fault bit, where the kernel has one, so "
+        "the per_task model may cache fewer updates than the kernel did");
   if (err) return fail(c->skel_ ? "load" : "open", err);
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 

@@ -65,6 +65,9 @@ struct CaptureSupport {
   bool host_pids = false;
   // From the kernel BTF: the hook BpfCapture::open() will try first.
   ExitHook exit_hook = ExitHook::kNone;
+  // x86's page_fault_user and page_fault_kernel tracepoints, which tell an
+  // update inside a page fault (bpf/rss_stat.bpf.c in_page_fault()).
+  bool fault_hooks = false;
   // Empty when capture can run, else what is missing, for a human.
   std::string missing;
 };
@@ -91,11 +94,14 @@ class BpfCapture {
   // Hands the published records, at most kMaxPerPoll (producers can
   // outpace one drain: the loop then serves its timers and comes back), to
   // `fn(const rss_event&)`, in sequence order, without blocking; returns how
-  // many. No allocation, no syscall.
+  // many. `now_ns`: CLOCK_MONOTONIC, read before. No allocation, no syscall.
   template <class Fn>
-  int poll(Fn&& fn) {
-    return static_cast<int>(streams_->consume(kMaxPerPoll, fn));
+  int poll(uint64_t now_ns, Fn&& fn) {
+    return static_cast<int>(streams_->consume(kMaxPerPoll, now_ns, fn));
   }
+  // The last poll stopped at a record still being written
+  // (StreamReader::held_back()).
+  bool held_back() const { return streams_->held_back(); }
 
   // Records lost since open: refused by a full stream (counted in BPF,
   // summed over CPUs) or never published (StreamReader::skipped()).
@@ -116,9 +122,10 @@ class BpfCapture {
   uint32_t possible_cpus() const { return possible_cpus_; }
   // The exit hook that loaded.
   ExitHook exit_hook() const { return exit_hook_; }
-  // Empty when exits are recorded; else one sentence for a human: why not,
-  // and what the audit misses without them.
-  const std::string& exits_unrecorded() const { return exits_unrecorded_; }
+  // What the capture cannot see on this kernel, a sentence each for a
+  // human (what is missing and what the audit misses without it); empty
+  // when it sees everything it is built to.
+  const std::vector<std::string>& limits() const { return limits_; }
   // Records one CPU's stream holds when full.
   uint64_t stream_records() const { return streams_->slots_per_cpu(); }
 
@@ -134,7 +141,8 @@ class BpfCapture {
   uint32_t possible_cpus_ = 0;
   uint32_t slots_per_cpu_ = 0;
   ExitHook exit_hook_ = ExitHook::kNone;
-  std::string exits_unrecorded_;
+  bool fault_hooks_ = false;
+  std::vector<std::string> limits_;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
   mutable std::vector<uint64_t> drop_values_;
   mutable uint64_t last_drops_ = 0;

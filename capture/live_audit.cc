@@ -20,11 +20,15 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   // let out what it holds up to it. With the time after the poll, at 2 M
   // records/s its queue grew to a whole stream and records were lost.
   const uint64_t polled_ns = monotonic_ns();
-  const auto n = static_cast<uint64_t>(capture_->poll(
-      [&](const rss_event& e) { reconstructor_.on_event(e, sink); }));
+  const auto n =
+      static_cast<uint64_t>(capture_->poll(polled_ns, [&](const rss_event& e) {
+        reconstructor_.on_event(e, sink);
+      }));
   records_ += n;
   reconstructor_.on_drops(capture_->drops());
-  reconstructor_.advance(polled_ns, sink);
+  // A record still being written may have started before polled_ns (its
+  // CPU taken from it mid-program): nothing is complete until it arrives.
+  if (!capture_->held_back()) reconstructor_.advance(polled_ns, sink);
   const uint64_t now = monotonic_ns();
   next_poll_ns_ = rssaudit::next_poll_ns(pacing_, n, now - last_drain_ns_);
   last_drain_ns_ = now;

@@ -8,8 +8,8 @@
 // and otherwise takes the lowest front from a heap of the streams' fronts.
 // A number not yet published (its program is still writing, on another
 // CPU) holds back every later record until a later drain; one still missing
-// after kStallDrains drains is skipped and counted as lost, so a stream the
-// BPF side left inconsistent can never stall the audit.
+// kStallNs after it was first seen missing is skipped and counted as lost,
+// so a stream the BPF side left inconsistent can never stall the audit.
 #pragma once
 
 #include <algorithm>
@@ -43,21 +43,28 @@ class StreamReader {
 
   // Calls fn(const rss_event&) for each published record in sequence
   // order, at most `max` of them, without blocking or allocating; stops at
-  // the first number not yet published. Returns how many were handed over.
+  // the first number not yet published (held_back() then says so). `now_ns`
+  // (CLOCK_MONOTONIC) times how long a number has been missing. Returns how
+  // many were handed over.
   template <class Fn>
-  size_t consume(size_t max, Fn&& fn) {
+  size_t consume(size_t max, uint64_t now_ns, Fn&& fn) {
     heap_.clear();
+    held_back_ = false;
     for (uint32_t c = 0; c < cpus_; ++c) {
       heads_[c] = __atomic_load_n(&positions_[c].head, __ATOMIC_ACQUIRE);
       if (tails_[c] != heads_[c]) heap_.emplace_back(front(c).seq, c);
     }
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
     if (!heap_.empty() && heap_.front().first > next_seq_) {
-      if (++stalled_drains_ < kStallDrains) return 0;
+      if (!missing_since_ns_) missing_since_ns_ = std::max<uint64_t>(now_ns, 1);
+      if (now_ns < missing_since_ns_ + kStallNs) {
+        held_back_ = true;
+        return 0;
+      }
       skipped_ += heap_.front().first - next_seq_;
       next_seq_ = heap_.front().first;
     }
-    stalled_drains_ = 0;
+    missing_since_ns_ = 0;
     size_t n = 0;
     while (n < max && !heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
@@ -65,6 +72,9 @@ class StreamReader {
       heap_.pop_back();
       if (seq > next_seq_) {  // a hole: its record is still being written
         heap_.emplace_back(seq, c);
+        held_back_ = true;
+        if (!missing_since_ns_)
+          missing_since_ns_ = std::max<uint64_t>(now_ns, 1);
         break;
       }
       // This stream's run of consecutive numbers.
@@ -88,13 +98,18 @@ class StreamReader {
 
   // Sequence numbers skipped because no record came for them.
   uint64_t skipped() const { return skipped_; }
+  // The last consume() stopped at a number not yet published: a record
+  // that may have started long before (its CPU was interrupted, or its
+  // vCPU descheduled, while writing it) has not been handed over.
+  bool held_back() const { return held_back_; }
   // Records one CPU's stream holds when full.
   uint32_t slots_per_cpu() const { return slots_per_cpu_; }
 
-  // Drains a number stays missing before it is skipped. One drain comes
-  // at least 1 ms after the previous one, and a program holds its number
-  // for a microsecond or so.
-  static constexpr uint32_t kStallDrains = 4;
+  // How long a number stays missing before it is skipped. A program holds
+  // its number for a microsecond or so, unless its CPU is taken from it:
+  // a vCPU the hypervisor deschedules (qemu's TCG threads on an
+  // oversubscribed host did for more than 4 ms) holds it for as long.
+  static constexpr uint64_t kStallNs = 200'000'000;
 
  private:
   const rss_slot& front(uint32_t c) const {
@@ -115,7 +130,8 @@ class StreamReader {
   std::vector<uint64_t> heads_, tails_;
   std::vector<std::pair<uint64_t, uint32_t>> heap_;  // (front seq, cpu)
   uint64_t next_seq_ = 0, skipped_ = 0;
-  uint32_t stalled_drains_ = 0;
+  uint64_t missing_since_ns_ = 0;  // 0: nothing missing
+  bool held_back_ = false;
   bool mapped_ = false;  // by map(): the destructor unmaps
 };
 

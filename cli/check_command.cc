@@ -212,7 +212,7 @@ struct Report {
   std::optional<bool> loaded;
   std::string load_error;  // libbpf's and the verifier's words
   ExitHook exit_hook = ExitHook::kNone;
-  std::string exits_unrecorded;
+  std::vector<std::string> limits;  // BpfCapture::limits()
 };
 
 bool has_cap(const Report& r, int bit) {
@@ -272,7 +272,7 @@ Report gather(const CheckOptions& o) {
     r.loaded = capture.has_value();
     if (capture) {
       r.exit_hook = (*capture)->exit_hook();
-      r.exits_unrecorded = (*capture)->exits_unrecorded();
+      r.limits = (*capture)->limits();
     } else {
       r.load_error = capture.error().message;
       r.blockers.push_back(r.load_error.substr(0, r.load_error.find('\n')));
@@ -334,6 +334,7 @@ void print_json(const Report& r) {
       {"exit_hook",
        r.loaded == true ? nlohmann::json(exit_hook_name(r.exit_hook))
                         : nlohmann::json(nullptr)},
+      {"limits", r.limits},
       {"can_capture", r.blockers.empty()},
       {"reasons", r.blockers}};
   fmt::print("{}\n", j.dump(2));
@@ -440,10 +441,13 @@ void print_human(const Report& r, SizeUnit unit) {
             : r.socket.exists
                 ? "present, not accepting (" + r.socket.status + ")"
                 : "absent"));
-  if (r.loaded == true)
-    line("exits", r.exits_unrecorded.empty() ? std::string("recorded at ") +
-                                                   exit_hook_name(r.exit_hook)
-                                             : r.exits_unrecorded);
+  if (r.loaded == true) {
+    line("exits",
+         r.exit_hook == ExitHook::kNone
+             ? std::string("not recorded")
+             : std::string("recorded at ") + exit_hook_name(r.exit_hook));
+    for (const std::string& limit : r.limits) line("limit", limit);
+  }
   if (r.blockers.empty()) {
     line("capture",
          "yes: loaded and attached as rssauditd does; rssauditd, record "

@@ -13,6 +13,7 @@
 #include "cli/query_support.h"
 #include "cli/run_until.h"
 #include "cli/units.h"
+#include "os/clock.h"
 #include "sampler/sampler.h"
 
 namespace rssaudit::cli {
@@ -51,7 +52,7 @@ void record(const RecordOptions& o) {
   const std::unique_ptr<BpfCapture> capture = std::move(opened).value();
   RecordingFile file(o.output, host_record_header(capture->possible_cpus()));
   auto drain = [&] {
-    capture->poll([&](const rss_event& e) { file.append(e); });
+    capture->poll(monotonic_ns(), [&](const rss_event& e) { file.append(e); });
     return true;
   };
   // Said once the programs are attached: what follows is captured.

@@ -362,8 +362,8 @@ int run_daemon(const std::vector<std::string>& args) {
                capture.error().message);
     return 1;
   }
-  if (const std::string& why = (*capture)->exits_unrecorded(); !why.empty())
-    fmt::print(stderr, "rssauditd: {}\n", why);
+  for (const std::string& limit : (*capture)->limits())
+    fmt::print(stderr, "rssauditd: {}\n", limit);
   const RecordHeader host = host_record_header((*capture)->possible_cpus());
   Topology model = topology_of(host);
   RunInfo run;

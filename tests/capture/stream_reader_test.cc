@@ -51,9 +51,12 @@ class Streams {
 };
 
 // The sequence numbers the reader hands over (at most `max`).
-std::vector<uint64_t> drain(StreamReader& r, size_t max = 1000) {
+// `now_ns`: the drain's time (only how long a number is missing uses it).
+std::vector<uint64_t> drain(StreamReader& r, size_t max = 1000,
+                            uint64_t now_ns = 1) {
   std::vector<uint64_t> seqs;
-  r.consume(max, [&](const rss_event& e) { seqs.push_back(e.mm - 0x1000); });
+  r.consume(max, now_ns,
+            [&](const rss_event& e) { seqs.push_back(e.mm - 0x1000); });
   return seqs;
 }
 
@@ -83,28 +86,36 @@ TEST(StreamReader, WaitsForANumberStillBeingWritten) {
   s.write(0, 3);
   StreamReader r = s.reader();
   EXPECT_EQ(drain(r), Seqs{0});
+  EXPECT_TRUE(r.held_back());
   EXPECT_EQ(s.at(0).tail, 1u) << "2 and 3 stay in the stream";
   s.publish(1);
   EXPECT_EQ(drain(r), (Seqs{1, 2, 3}));
+  EXPECT_FALSE(r.held_back());
   EXPECT_EQ(r.skipped(), 0u);
 }
 
 TEST(StreamReader, SkipsANumberThatNeverComesAndCountsIt) {
+  constexpr uint64_t kStall = StreamReader::kStallNs;
   Streams s(2, 16);
   s.write(0, 0);
   s.write(1, 2);  // 1 was taken and never published
   s.write(1, 3);
   StreamReader r = s.reader();
-  EXPECT_EQ(drain(r), Seqs{0});
-  for (uint32_t i = 1; i < StreamReader::kStallDrains; ++i)
-    EXPECT_EQ(drain(r), Seqs{}) << "drain " << i << " still waits";
-  EXPECT_EQ(drain(r), (Seqs{2, 3}));
+  EXPECT_EQ(drain(r, 1000, 1000), Seqs{0});
+  EXPECT_TRUE(r.held_back());
+  // However many drains come, until kStallNs after the hole was seen.
+  for (uint64_t t : {uint64_t{2000}, kStall / 2, 1000 + kStall - 1}) {
+    EXPECT_EQ(drain(r, 1000, t), Seqs{}) << "at " << t << " it still waits";
+    EXPECT_TRUE(r.held_back());
+  }
+  EXPECT_EQ(drain(r, 1000, 1000 + kStall), (Seqs{2, 3}));
+  EXPECT_FALSE(r.held_back());
   EXPECT_EQ(r.skipped(), 1u);
   // The wait starts again at the next hole.
   s.write(0, 5);
-  EXPECT_EQ(drain(r), Seqs{});
+  EXPECT_EQ(drain(r, 1000, 5 * kStall), Seqs{});
   s.write(1, 4);
-  EXPECT_EQ(drain(r), (Seqs{4, 5}));
+  EXPECT_EQ(drain(r, 1000, 5 * kStall + 1), (Seqs{4, 5}));
   EXPECT_EQ(r.skipped(), 1u);
 }
 

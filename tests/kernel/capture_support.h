@@ -8,6 +8,8 @@
 #include <string>
 
 #include "capture/bpf_capture.h"
+#include "capture/delta_reconstructor.h"
+#include "os/clock.h"
 
 namespace rssaudit::testing {
 
@@ -30,6 +32,19 @@ inline TestCapture open_test_capture() {
   else
     t.capture = std::move(r).value();
   return t;
+}
+
+// One drain as LiveAudit::drain() does it, each record also handed to
+// `tap(const rss_event&)` before the reconstructor sees it.
+template <class Tap>
+void drain_capture(BpfCapture& capture, DeltaReconstructor& reconstructor,
+                   ReconstructorSink& sink, Tap&& tap) {
+  const uint64_t now = monotonic_ns();
+  capture.poll(now, [&](const rss_event& e) {
+    tap(e);
+    reconstructor.on_event(e, sink);
+  });
+  if (!capture.held_back()) reconstructor.advance(now, sink);
 }
 
 }  // namespace rssaudit::testing

@@ -174,12 +174,8 @@ class LifeCycleTest : public ::testing::Test {
   }
 
   void drain() {
-    const uint64_t now = monotonic_ns();
-    capture_->poll([&](const rss_event& e) {
-      raw_.push_back(e);
-      reconstructor_->on_event(e, *tap_);
-    });
-    reconstructor_->advance(now, *tap_);
+    testing::drain_capture(*capture_, *reconstructor_, *tap_,
+                           [&](const rss_event& e) { raw_.push_back(e); });
   }
 
   // Runs `child(pids_fd)` in a forked process, draining until it has exited

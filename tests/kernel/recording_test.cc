@@ -72,12 +72,8 @@ TEST_F(RecordingTest, ReplayOfARecordingGivesTheLiveResults) {
   DeltaReconstructor reconstructor(
       ReconstructorOptions{header.nr_cpu_ids, header.percpu_batch});
   auto drain = [&] {
-    const uint64_t now = monotonic_ns();
-    capture_->poll([&](const rss_event& e) {
-      file.append(e);
-      reconstructor.on_event(e, live);
-    });
-    reconstructor.advance(now, live);
+    testing::drain_capture(*capture_, reconstructor, live,
+                           [&](const rss_event& e) { file.append(e); });
   };
   const pid_t child = spawn_fault_loop(16);
   int status = 0;
