@@ -62,13 +62,19 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
       std::filesystem::temp_directory_path() /
       ("rssaudit-daemon-" + std::to_string(getpid()) + ".db");
   const std::string daemon = RSSAUDIT_DAEMON;
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
+  const std::string err = db + ".err";
   std::thread shell([&] {
-    testing::run_command(daemon + " --db " + db +
-                         " --sample-interval 0.2 --walk all --duration 3");
+    testing::run_command("( " + daemon + " --db " + db +
+                         " --sample-interval 0.2 --walk all --duration 4 2>" +
+                         err + " )");
   });
-  usleep(800'000);
+  // The child must be born under the capture (its exit residue is known
+  // only then): wait for the daemon to say it captures, not for a fixed
+  // time (in a TCG guest starting it takes seconds).
+  for (int i = 0;
+       i < 300 && testing::slurp(err).find("capturing") == std::string::npos;
+       ++i)
+    usleep(100'000);
   const pid_t child = fork();
   if (child == 0) {
     constexpr size_t kBytes = size_t{64} << 20;
@@ -80,6 +86,9 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
   }
   waitpid(child, nullptr, 0);
   shell.join();
+  ASSERT_NE(testing::slurp(err).find("capturing"), std::string::npos)
+      << testing::slurp(err);
+  std::filesystem::remove(err);
 
   auto reader = StoreReader::open_read_only(db);
   ASSERT_TRUE(reader.has_value()) << reader.error().message;

@@ -55,6 +55,23 @@ say "tools sh=$(readlink /bin/sh)" \
   "$(/bin/sh -c 'python3 -c "b = bytearray(8 << 20); print(\"python3=ok\")" 2>&1 | tail -n1')" \
   "$(/bin/sh -c 'setpriv --bounding-set -all --inh-caps -all --no-new-privs true && echo setpriv=ok' 2>&1 | tail -n1)"
 
+# qemu's TCG does not stop other vCPUs from running kernel text that
+# text_poke_bp() is rewriting: enabling a tracepoint of a hot path under load
+# (exc_page_fault's, rss_stat's static key and static call) Oopsed guests on
+# the int3 it plants, three times. Two tracing instances, tracing off, hold
+# a probe on each tracepoint the capture attaches to, so that attaching and
+# detaching it (each kernel test does) rewrites no text: the keys stay on
+# and the static calls stay on the iterator.
+for inst in hold1 hold2; do
+  d=/sys/kernel/tracing/instances/$inst
+  mkdir -p "$d" && echo 0 >"$d/tracing_on"
+  for ev in kmem/rss_stat task/task_newtask sched/sched_process_exec \
+    sched/sched_process_exit mmap/exit_mmap exceptions/page_fault_user \
+    exceptions/page_fault_kernel; do
+    echo 1 >"$d/events/$ev/enable" 2>/dev/null || say "hold $ev FAILED"
+  done
+done
+
 cd /tmp || exit 1
 status=0
 
