@@ -312,6 +312,9 @@ void whatif_live(const WhatifOptions& o) {
   SchemeReports audit(s.models, o.pid);
   LiveAudit live(std::move(capture).value(), s.header.percpu_batch,
                  s.header.page_size, kLivePollNs);
+  // Said once the programs are attached: what follows is captured.
+  fmt::print(stderr, "rssaudit: auditing {} for up to {} s; SIGINT stops\n",
+             s.name, o.duration_s);
   // Stops early once the process is gone: its mm can change no more.
   unsigned tick = 0;
   run_until(o.duration_s, [&] {

@@ -17,11 +17,32 @@ namespace rssaudit {
 namespace {
 
 const std::string kCli = RSSAUDIT_CLI;
+
+// `command` (one of whatif --pid, record) in the background, its stderr in
+// a file; once it prints `ready`, the file `go` is created. Its output.
+testing::CommandResult run_capturing(const std::string& command,
+                                     const std::string& ready,
+                                     const std::string& go) {
+  const std::string err = go + ".err";
+  auto r = testing::run_command("( " + command + " 2>" + err + " & c=$!; " +
+                                testing::shell_wait_for(err, ready, "$c") +
+                                "touch " + go + "; wait $c; s=$?; cat " + err +
+                                " >&2; exit $s )");
+  std::filesystem::remove(err);
+  std::filesystem::remove(go);
+  return r;
+}
+
+std::string go_file() {
+  return std::filesystem::temp_directory_path() /
+         ("rssaudit-whatif-go-" + std::to_string(getpid()));
+}
 constexpr size_t kMib = 8;
 
-// A child that waits `delay_us` (for the capture to attach), faults kMib
-// MiB one page at a time (resting after the first), unmaps them and exits.
-pid_t spawn_faulting_child(useconds_t delay_us) {
+// A child that waits for the file `go` (the command said it captures; in a
+// TCG guest attaching takes seconds), faults kMib MiB one page at a time
+// (resting after the first), unmaps them and exits.
+pid_t spawn_faulting_child(const std::string& go) {
   const pid_t pid = fork();
   if (pid == 0) {
     // One CPU: a resync stays valid only while the mm's updates come from
@@ -30,7 +51,8 @@ pid_t spawn_faulting_child(useconds_t delay_us) {
     CPU_ZERO(&one);
     CPU_SET(0, &one);
     sched_setaffinity(0, sizeof(one), &one);
-    usleep(delay_us);
+    for (int i = 0; i < 600 && !std::filesystem::exists(go); ++i)
+      usleep(100'000);
     const size_t bytes = kMib << 20;
     char* p = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
@@ -93,9 +115,10 @@ class WhatifKernelTest : public ::testing::Test {
 };
 
 TEST_F(WhatifKernelTest, LiveProcess) {
-  const pid_t child = spawn_faulting_child(1'000'000);
-  const auto r = testing::run_command(
-      kCli + " whatif --json --duration 10 --pid " + std::to_string(child));
+  const pid_t child = spawn_faulting_child(go_file());
+  const auto r = run_capturing(
+      kCli + " whatif --json --duration 10 --pid " + std::to_string(child),
+      "auditing", go_file());
   waitpid(child, nullptr, 0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -108,9 +131,10 @@ TEST_F(WhatifKernelTest, LiveProcess) {
 // A process that existed before the capture is never compared with the
 // kernel's count: the text says so rather than "100% of 0".
 TEST_F(WhatifKernelTest, LiveProcessInTextSaysFidelityIsNotMeasured) {
-  const pid_t child = spawn_faulting_child(500'000);
-  const auto r = testing::run_command(kCli + " whatif --duration 3 --pid " +
-                                      std::to_string(child));
+  const pid_t child = spawn_faulting_child(go_file());
+  const auto r = run_capturing(
+      kCli + " whatif --duration 5 --pid " + std::to_string(child), "auditing",
+      go_file());
   waitpid(child, nullptr, 0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("upstream fidelity not measured"), std::string::npos)
@@ -122,10 +146,11 @@ TEST_F(WhatifKernelTest, LiveProcessInTextSaysFidelityIsNotMeasured) {
 TEST_F(WhatifKernelTest, RecordingOfAProcessAndItsReevaluation) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("rssaudit-whatif-kernel-" + std::to_string(getpid()));
-  const pid_t child = spawn_faulting_child(1'000'000);
+  const pid_t child = spawn_faulting_child(go_file());
   const auto rec =
-      testing::run_command(kCli + " record --duration 3 --pid " +
-                           std::to_string(child) + " -o " + path.string());
+      run_capturing(kCli + " record --duration 5 --pid " +
+                        std::to_string(child) + " -o " + path.string(),
+                    "recording to", go_file());
   waitpid(child, nullptr, 0);
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
 

@@ -40,4 +40,16 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
+// A shell fragment that waits, up to 60 s, until `log` holds `text` or the
+// process `pid` has gone: in a TCG guest a daemon takes seconds to start,
+// and a workload begun after a fixed sleep would escape its capture.
+inline std::string shell_wait_for(const std::string& log,
+                                  const std::string& text,
+                                  const std::string& pid = "$d") {
+  return "for i in $(seq 600); do grep -q '" + text + "' " + log +
+         " && break; kill -0 " + pid +
+         " 2>/dev/null || break; sleep 0.1; "
+         "done; ";
+}
+
 }  // namespace rssaudit::testing
