@@ -140,7 +140,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     case RSS_EV_NEW_TASK: {
       // A reused tid is another task: its mm is the new one, its faults
       // not yet known.
-      tasks_[e.tid] = TaskState{0, e.mm, false};
+      tasks_[e.tid] = TaskState{0, e.mm, false, e.start_ns};
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
       MmState& st = mm_state(e.mm, !(flags & CLONE_VM), e.start_ns);
@@ -225,14 +225,16 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   p.info.kernel_count = e.aux;
   p.info.kernel_slot = e.slot;
   p.info.tgid = e.tgid;
+  // Records come in runs of one task: skip the hash lookup. Element
+  // references survive rehashing; only the erase at EXIT drops one.
+  if (!last_task_ || last_tid_ != e.tid) {
+    last_task_ = &tasks_[e.tid];
+    last_tid_ = e.tid;
+  }
+  TaskState& task = *last_task_;
+  const uint64_t task_since = task.since_ns;  // this add came after it
+  task.since_ns = earliest_of(e);
   if (e.flags & RSS_EVF_OWNER) {
-    // Records come in runs of one task: skip the hash lookup. Element
-    // references survive rehashing; only the erase at EXIT drops one.
-    if (!last_task_ || last_tid_ != e.tid) {
-      last_task_ = &tasks_[e.tid];
-      last_tid_ = e.tid;
-    }
-    TaskState& task = *last_task_;
     // The fault total wraps at 2^16: the difference is right below that.
     p.info.faults = task.faults_known
                         ? static_cast<uint16_t>(e.faults - task.faults)
@@ -271,6 +273,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   } else if (e.slot != 0) {
     // No fold (a fold leaves the slot at zero): the slot moved by delta.
     delta = int64_t{e.slot} - slot.value;
+    if (e.aux != st.count[m]) p.info.fidelity = Fidelity::kCountAhead;
   } else {
     // Back to zero: `count` moved by slot_before + delta (a fold, at least
     // batch away from zero) or not at all.
@@ -292,8 +295,25 @@ void DeltaReconstructor::on_update(const rss_event& e) {
       p.info.fidelity = Fidelity::kAmbiguous;
     }
     const bool late = st.unexplained_end[m] && st.unexplained_cpu[m] != e.cpu;
-    mark_overlaps(
-        p, late ? std::min<uint64_t>(st.unexplained_end[m], start) : start);
+    const uint64_t since =
+        late ? std::min<uint64_t>(st.unexplained_end[m], start) : start;
+    // Back to zero with `count` unmoved may be a fold of ours that another
+    // task's fold record already took into its own delta: it read `count`
+    // after our add, which may lead our record by any time (a descheduled
+    // vCPU, a preemption), back to our CPU's previous record of the
+    // counter or our task's previous record, whichever came later. (A
+    // task's own earlier fold read `count` before this add.) Only for a
+    // task in its own mm: an exec's or a vfork's teardown of an mm other
+    // tasks filled would otherwise flag ~1% of a fork storm's updates here,
+    // where no add leads its record by more than an interrupt.
+    uint64_t absorbed_since = since;
+    if (moved == 0 && slot.value != 0 && (e.flags & RSS_EVF_OWNER)) {
+      absorbed_since = std::min(since, std::max(slot.after_ns, task_since));
+      if (st.emitted_fold_end[m] >= absorbed_since &&
+          st.emitted_fold_cpu[m] != e.cpu && st.emitted_fold_task[m] != e.tid)
+        p.info.fidelity = Fidelity::kAmbiguous;
+    }
+    mark_overlaps(p, since, absorbed_since);
     if (late && e.aux == st.count[m]) st.unexplained_end[m] = 0;
   }
   if (e.aux != st.count[m] && !st.unexplained_end[m]) {
@@ -305,6 +325,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   }
   slot.value = e.slot;
   slot.known = true;
+  slot.after_ns = earliest_of(e);
   p.update.delta = static_cast<int32_t>(delta);
 }
 
@@ -443,11 +464,13 @@ void DeltaReconstructor::on_drops(uint64_t total) {
 }
 
 // Flags `fold` and every held-back fold of the same counter on another CPU
-// whose window overlaps its own, [since_ns, end]: which of them moved
-// `count` first is unknown. Walks the counter's chain of held-back folds,
-// newest first, and stops at one that ended more than grace_ns before:
-// older ones cannot overlap (they ended before their successors reserved).
-void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns) {
+// whose window overlaps its own, [since_ns, end], or for another task's
+// fold [other_task_since_ns, end]: which of them moved `count` first is
+// unknown. Walks the counter's chain of held-back folds, newest first, and
+// stops at one that ended more than grace_ns before: older ones cannot
+// overlap (they ended before their successors reserved).
+void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns,
+                                       uint64_t other_task_since_ns) {
   const uint64_t head_seq = pushed_ - size_;
   for (uint64_t next = fold.prev_fold; next > head_seq;) {
     Pending& p = at(next - 1 - head_seq);
@@ -455,14 +478,16 @@ void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns) {
     // Records are in reservation order and each spans at most max_span_ns_,
     // so every record before one that ended max_span_ns_ before `since`
     // ended before it too.
-    if (p.end_ns + max_span_ns_ + kLateSlackNs < since_ns) break;
+    if (p.end_ns + max_span_ns_ + kLateSlackNs < other_task_since_ns) break;
     if (p.update.cpu == fold.update.cpu) continue;
     // Another task's fold may have landed before its record started by up
     // to an interrupt's length (the add re-enables interrupts before the
     // tracepoint): near misses between tasks are flagged too. One task's
     // records cannot overlap its own.
-    const uint64_t slack = p.update.task == fold.update.task ? 0 : kLateSlackNs;
-    if (p.end_ns + slack < since_ns) continue;
+    const bool same_task = p.update.task == fold.update.task;
+    if (same_task ? p.end_ns < since_ns
+                  : p.end_ns + kLateSlackNs < other_task_since_ns)
+      continue;
     // p reserved before fold, so p started before fold ended: overlap.
     if (p.info.fidelity != Fidelity::kNoBaseline)
       p.info.fidelity = Fidelity::kAmbiguous;
@@ -515,11 +540,15 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
         case Fidelity::kInconsistent:
           ++stats_.inconsistent;
           break;
+        case Fidelity::kCountAhead:
+          ++stats_.count_ahead;
+          break;
       }
       if (p.fold) {
         const int m = p.update.member;
         st.emitted_fold_end[m] = p.end_ns;
         st.emitted_fold_cpu[m] = p.update.cpu;
+        st.emitted_fold_task[m] = p.update.task;
       }
       if (p.update.by_owner() && p.info.faults) {
         // The task's faults since its last update came before this one.

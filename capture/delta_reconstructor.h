@@ -58,6 +58,11 @@ enum class Fidelity : uint8_t {
                   // the capture: slot before unknown, delta reported as 0
   kInconsistent,  // `count` moved by an amount no single fold can make,
                   // without a visible overlap; delta attributed as no fold
+  kCountAhead,    // the delta is exact, but `count` already shows another
+                  // CPU's fold whose record comes later in the stream (its
+                  // task was held between its add and its tracepoint: an
+                  // interrupt, a preemption, a descheduled vCPU): no model
+                  // fed in stream order can match the kernel here
 };
 
 struct UpdateInfo {
@@ -112,6 +117,7 @@ struct ReconstructorStats {
   uint64_t ambiguous = 0;
   uint64_t no_baseline = 0;
   uint64_t inconsistent = 0;
+  uint64_t count_ahead = 0;
   // An overlapping fold arrived after its partner was emitted as exact:
   // grace_ns is too short (should stay 0).
   uint64_t late_overlaps = 0;
@@ -190,10 +196,16 @@ class DeltaReconstructor {
     uint16_t faults = 0;
     uint64_t mm = 0;
     bool faults_known = false;
+    // No later than its latest record (or its birth): its next add
+    // comes after.
+    uint64_t since_ns = 0;
   };
   struct SlotState {
     int32_t value = 0;
     bool known = false;
+    // No later than the start of this CPU's last record of the counter:
+    // its next add comes after.
+    uint64_t after_ns = 0;
   };
   struct MmState {
     MmKey key;
@@ -230,6 +242,7 @@ class DeltaReconstructor {
     // The last emitted fold per member, to detect a late overlap.
     std::array<uint64_t, kMembers> emitted_fold_end{};
     std::array<uint32_t, kMembers> emitted_fold_cpu{};
+    std::array<uint32_t, kMembers> emitted_fold_task{};
     // Per member: seq + 1 of its latest fold pushed (0: none), the head of
     // the chain mark_overlaps() walks instead of every held-back record.
     std::array<uint64_t, kMembers> last_fold{};
@@ -278,7 +291,8 @@ class DeltaReconstructor {
   void push_life(MmState& mm, LifeKind kind, const rss_event& e);
   // An owner update of `st` on e.cpu: that CPU runs `st` now.
   void note_running(MmState& st, const rss_event& e);
-  void mark_overlaps(Pending& fold, uint64_t since_ns);
+  void mark_overlaps(Pending& fold, uint64_t since_ns,
+                     uint64_t other_task_since_ns);
   void emit_ready(ReconstructorSink& sink, bool all);
   void emit(Pending& p, ReconstructorSink& sink);
   Pending& push(Pending::Type type, MmState& mm, uint64_t end_ns);

@@ -326,10 +326,10 @@ for cell in "${cells[@]}"; do
     gtest="none(${kt_rc:--})"
   fi
   fidelity=$(value "$audit" fidelity) drops=$(value "$audit" drops)
-  updates=$(value "$audit" updates) ambiguous=$(value "$audit" ambiguous)
-  flagged=
-  [[ -n $updates && $updates != 0 && -n $ambiguous ]] &&
-    flagged=$(awk -v a="$ambiguous" -v u="$updates" 'BEGIN {printf "%.3f%%", 100 * a / u}')
+  updates=$(value "$audit" updates) exact=$(value "$audit" exact)
+  flagged=  # every update not exact: ambiguous, no baseline, ...
+  [[ -n $updates && $updates != 0 && -n $exact ]] &&
+    flagged=$(awk -v e="$exact" -v u="$updates" 'BEGIN {printf "%.3f%%", 100 * (u - e) / u}')
   end_rc=$(pick "$log" 'RSSAUDIT-VM-END rc=[0-9]+' | cut -d= -f2)
   verdict=ok
   if ((rc == 124 || rc == 137)); then verdict="FAIL(timeout ${t}s)"
