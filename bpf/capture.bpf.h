@@ -74,6 +74,9 @@ RSSAUDIT_SHARED const volatile __u32 self_tgid RSSAUDIT_ZERO;   /* auditor */
 RSSAUDIT_SHARED const volatile __u32 target_tgid RSSAUDIT_ZERO; /* 0 = all */
 /* Slots of each CPU's stream: a power of two. */
 RSSAUDIT_SHARED const volatile __u32 slots_per_cpu RSSAUDIT_ZERO;
+/* The kernel has bpf_preempt_disable() (Linux 6.10, fc7566ad0a82): an
+ * fentry program holds preemption with it while it owns its CPU's stream. */
+RSSAUDIT_SHARED const volatile __u32 has_preempt_kfuncs RSSAUDIT_ZERO;
 /* Learned from the first update a process makes to its own mm. */
 RSSAUDIT_SHARED __u64 self_mm RSSAUDIT_ZERO;
 RSSAUDIT_SHARED __u64 target_mm RSSAUDIT_ZERO;

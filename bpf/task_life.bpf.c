@@ -87,14 +87,26 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
   return task_exit(task, group_dead);
 }
 
+extern void bpf_preempt_disable(void) __weak __ksym;
+extern void bpf_preempt_enable(void) __weak __ksym;
+
 /* Where it passes the task alone (6.12, 6.1), sched_process_exit fires
  * after exit_mm(), when task->mm is NULL. do_exit() has called
  * taskstats_exit(tsk, group_dead) just before exit_mm() since 115085ea0794
  * (2006), so the exit is taken there, by fentry; a kernel built without
- * CONFIG_TASKSTATS has no such function to trace. */
+ * CONFIG_TASKSTATS has no such function to trace.
+ * Unlike a tracepoint's, an fentry program runs preemptible (migration
+ * disabled only): preempted while it owns its CPU's stream, it would make
+ * every other program on that CPU drop its record meanwhile. Preemption is
+ * held where the kernel lets a program do so; elsewhere those drops stay
+ * counted (BpfCapture::limits()). A frozen .rodata flag: the verifier
+ * prunes the calls where the kfuncs are absent. */
 SEC("fentry/taskstats_exit")
 int BPF_PROG(on_taskstats_exit, struct task_struct* task, int group_dead) {
-  return task_exit(task, group_dead != 0);
+  if (has_preempt_kfuncs) bpf_preempt_disable();
+  int ret = task_exit(task, group_dead != 0);
+  if (has_preempt_kfuncs) bpf_preempt_enable();
+  return ret;
 }
 
 /* Fires after the teardown's counter updates: no update of this mm follows,

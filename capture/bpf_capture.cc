@@ -183,10 +183,16 @@ CaptureSupport probe_capture_support() {
   if (b) {
     s.percpu_rss = has_percpu_rss(b);
     s.exit_hook = exit_hook_of(b);
-    s.fault_hooks = true;
-    for (const char* tp :
-         {"btf_trace_page_fault_user", "btf_trace_page_fault_kernel"})
-      s.fault_hooks &= btf__find_by_name_kind(b, tp, BTF_KIND_TYPEDEF) >= 0;
+    // The user fault's hook costs ~50 ns per fault here (bench/README.md):
+    // only where no task bit tells a user fault already.
+    const int task = btf__find_by_name_kind(b, "task_struct", BTF_KIND_STRUCT);
+    s.in_user_fault = task >= 0 && find_member(b, task, "in_user_fault");
+    s.user_fault_hook =
+        !s.in_user_fault && tracepoint_params(b, "page_fault_user") > 0;
+    s.kernel_fault_hook = tracepoint_params(b, "page_fault_kernel") > 0;
+    s.preempt_kfuncs =
+        btf__find_by_name_kind(b, "bpf_preempt_disable", BTF_KIND_FUNC) >= 0 &&
+        btf__find_by_name_kind(b, "bpf_preempt_enable", BTF_KIND_FUNC) >= 0;
     s.tracepoints = true;
     for (const char* tp : kTracepoints) {
       const std::string type = fmt::format("btf_trace_{}", tp);
@@ -222,6 +228,7 @@ int BpfCapture::load(const CaptureOptions& options) {
   skel_->rodata->target_tgid = options.target_tgid;
   slots_per_cpu_ = slots_per_cpu_for(options.stream_bytes, possible_cpus_);
   skel_->rodata->slots_per_cpu = slots_per_cpu_;
+  skel_->rodata->has_preempt_kfuncs = support_.preempt_kfuncs;
   if (int err = bpf_map__set_max_entries(skel_->maps.slots,
                                          possible_cpus_ * slots_per_cpu_))
     return err;
@@ -231,8 +238,10 @@ int BpfCapture::load(const CaptureOptions& options) {
                             exit_hook_ == ExitHook::kSchedProcessExit);
   bpf_program__set_autoload(skel_->progs.on_taskstats_exit,
                             exit_hook_ == ExitHook::kTaskstatsExit);
-  bpf_program__set_autoload(skel_->progs.on_page_fault_user, fault_hooks_);
-  bpf_program__set_autoload(skel_->progs.on_page_fault_kernel, fault_hooks_);
+  bpf_program__set_autoload(skel_->progs.on_page_fault_user,
+                            support_.user_fault_hook);
+  bpf_program__set_autoload(skel_->progs.on_page_fault_kernel,
+                            support_.kernel_fault_hook);
   return rssaudit_bpf__load(skel_);
 }
 
@@ -264,7 +273,7 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
   // module, no trampolines on this machine): the capture then runs without
   // exit records and says so (exit_hook() is kNone).
   c->exit_hook_ = support.exit_hook;
-  c->fault_hooks_ = support.fault_hooks;
+  c->support_ = support;
   int err = c->load(options);
   std::string why_none = "the kernel offers no hook before exit_mm()";
   if (err && c->exit_hook_ == ExitHook::kTaskstatsExit) {
@@ -281,12 +290,22 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
         "task exits are not recorded ({}): the per_task and lazy_percpu "
         "models miss thread exits, and reaped processes go unnamed",
         why_none));
-  if (!c->fault_hooks_)
+  if (c->exit_hook_ == ExitHook::kTaskstatsExit && !support.preempt_kfuncs)
     c->limits_.push_back(
-        "no page_fault_user/page_fault_kernel tracepoints (x86 only): an "
-        "update is known to be inside a page fault only from the task's "
-        "in_user_fault or in_lru_fault bit, where the kernel has one, so "
-        "the per_task model may cache fewer updates than the kernel did");
+        "no bpf_preempt_disable kfunc (Linux 6.10): on a fully preemptible "
+        "kernel, fentry/taskstats_exit can be preempted while it writes its "
+        "record, and records of its CPU meanwhile are dropped (counted)");
+  if (!support.kernel_fault_hook)
+    c->limits_.push_back(
+        "no page_fault_kernel tracepoint (x86 only): an update in a fault "
+        "the kernel takes on user memory (copy_to_user) counts as outside "
+        "a fault unless the task's in_lru_fault bit shows it, so the "
+        "per_task model may cache fewer updates than the kernel did");
+  if (!support.in_user_fault && !support.user_fault_hook)
+    c->limits_.push_back(
+        "neither task->in_user_fault nor the page_fault_user tracepoint: "
+        "an update in a user page fault is told by the task's in_lru_fault "
+        "bit alone, where the kernel has one");
   if (err) return fail(c->skel_ ? "load" : "open", err);
   if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
 

@@ -65,9 +65,15 @@ struct CaptureSupport {
   bool host_pids = false;
   // From the kernel BTF: the hook BpfCapture::open() will try first.
   ExitHook exit_hook = ExitHook::kNone;
-  // x86's page_fault_user and page_fault_kernel tracepoints, which tell an
-  // update inside a page fault (bpf/rss_stat.bpf.c in_page_fault()).
-  bool fault_hooks = false;
+  // What tells an update inside a page fault (bpf/rss_stat.bpf.c
+  // in_page_fault()): task->in_user_fault (CONFIG_MEMCG_V1), and x86's
+  // exception tracepoints, page_fault_user attached only without it.
+  bool in_user_fault = false;
+  bool user_fault_hook = false;
+  bool kernel_fault_hook = false;
+  // bpf_preempt_disable()/enable() are kfuncs of this kernel (6.10+): the
+  // fentry exit hook then holds preemption while it writes its record.
+  bool preempt_kfuncs = false;
   // Empty when capture can run, else what is missing, for a human.
   std::string missing;
 };
@@ -141,7 +147,7 @@ class BpfCapture {
   uint32_t possible_cpus_ = 0;
   uint32_t slots_per_cpu_ = 0;
   ExitHook exit_hook_ = ExitHook::kNone;
-  bool fault_hooks_ = false;
+  CaptureSupport support_;  // what open() probed
   std::vector<std::string> limits_;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
   mutable std::vector<uint64_t> drop_values_;
