@@ -72,13 +72,24 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
   return p;
 }
 
-DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
+DeltaReconstructor::MmState& DeltaReconstructor::mm_state(const rss_event& e,
                                                           bool from_zero,
                                                           uint64_t time_ns) {
+  const uint64_t addr = e.mm;
   // Consecutive records mostly concern one mm: skip the hash lookup.
-  if (last_mm_ && last_mm_->key.addr == addr) return *last_mm_;
+  if (last_mm_ && last_mm_->key.addr == addr &&
+      (!from_zero || last_mm_->from_zero))
+    return *last_mm_;
+  auto it = mms_.find(addr);
+  if (it != mms_.end() && (!from_zero || it->second->from_zero))
+    return *(last_mm_ = it->second.get());
+  if (it != mms_.end()) {
+    // A brand-new mm where one from before the capture was: that one
+    // ended unseen (its exit_mmap ran while the programs attached).
+    push_life(*it->second, LifeKind::kMmExit, e);
+    retire(it, time_ns);
+  }
   std::unique_ptr<MmState>& slot = mms_[addr];
-  if (slot) return *(last_mm_ = slot.get());
   slot = std::make_unique<MmState>();
   MmState& st = *slot;
   st.key = MmKey{addr, next_generation_++};
@@ -93,6 +104,18 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(uint64_t addr,
   ++stats_.mms_created;
   push(Pending::Type::kCreated, st, time_ns);
   return *(last_mm_ = &st);
+}
+
+void DeltaReconstructor::retire(MmMap::iterator it, uint64_t end_ns) {
+  if (const uint32_t owner = it->second->owner_tgid; owner) {
+    const auto o = owned_.find(owner);
+    if (o != owned_.end() && o->second == it->first) owned_.erase(o);
+  }
+  Pending& p = push(Pending::Type::kDestroyed, *it->second, end_ns);
+  p.dead = std::move(it->second);
+  if (last_mm_ == p.dead.get()) last_mm_ = nullptr;
+  mms_.erase(it);
+  ++stats_.mms_destroyed;
 }
 
 void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
@@ -143,14 +166,14 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       tasks_[e.tid] = TaskState{0, e.mm, false, e.start_ns};
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
-      MmState& st = mm_state(e.mm, !(flags & CLONE_VM), e.start_ns);
+      MmState& st = mm_state(e, !(flags & CLONE_VM), e.start_ns);
       if ((flags & CLONE_VM) && !(flags & CLONE_VFORK))
         push_life(st, LifeKind::kSecondUser, e);
       break;
     }
     case RSS_EV_EXEC: {
       owner_gone(e.tgid, e.start_ns);
-      mm_state(e.mm, true, e.start_ns);
+      mm_state(e, true, e.start_ns);
       // The old mm: from the task's NEW_TASK record or its updates (older
       // recordings carry it in aux). Unknown for a task from before the
       // capture that has not updated its own mm since.
@@ -167,21 +190,13 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       if (last_task_ && last_tid_ == e.tid) last_task_ = nullptr;
       tasks_.erase(e.tid);
       if (e.flags & RSS_EVF_GROUP_DEAD) owner_gone(e.tgid, e.start_ns);
-      push_life(mm_state(e.mm, false, e.start_ns), LifeKind::kTaskExit, e);
+      push_life(mm_state(e, false, e.start_ns), LifeKind::kTaskExit, e);
       break;
     case RSS_EV_EXIT_MMAP: {
       const auto it = mms_.find(e.mm);
       if (it == mms_.end()) break;  // never updated under the capture
       push_life(*it->second, LifeKind::kMmExit, e);
-      if (const uint32_t owner = it->second->owner_tgid; owner) {
-        const auto o = owned_.find(owner);
-        if (o != owned_.end() && o->second == e.mm) owned_.erase(o);
-      }
-      Pending& p = push(Pending::Type::kDestroyed, *it->second, end_of(e));
-      p.dead = std::move(it->second);
-      if (last_mm_ == p.dead.get()) last_mm_ = nullptr;
-      mms_.erase(it);
-      ++stats_.mms_destroyed;
+      retire(it, end_of(e));
       break;
     }
     default:
@@ -195,7 +210,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
 void DeltaReconstructor::on_update(const rss_event& e) {
   ++stats_.updates;
   const uint64_t start = start_of(e), end = end_of(e);
-  MmState& st = mm_state(e.mm, e.flags & RSS_EVF_CREATING, start);
+  MmState& st = mm_state(e, e.flags & RSS_EVF_CREATING, start);
   check_resync(st, earliest_of(e));
   if (e.start_ns) {
     st.last_end_ns = std::max(st.last_end_ns, end);

@@ -275,7 +275,11 @@ class DeltaReconstructor {
     std::unique_ptr<MmState> dead;  // kDestroyed: freed once emitted
   };
 
-  MmState& mm_state(uint64_t addr, bool from_zero, uint64_t time_ns);
+  using MmMap = std::unordered_map<uint64_t, std::unique_ptr<MmState>>;
+  // The state of e.mm; `from_zero`: the record shows a brand-new mm.
+  MmState& mm_state(const rss_event& e, bool from_zero, uint64_t time_ns);
+  // Ends an mm: no record of it follows.
+  void retire(MmMap::iterator it, uint64_t end_ns);
   uint64_t start_of(const rss_event& e) const;
   uint64_t end_of(const rss_event& e) const;
   uint64_t earliest_of(const rss_event& e) const;
@@ -311,7 +315,7 @@ class DeltaReconstructor {
   // How far before its record another task's fold may land (measured here:
   // up to ~0.3 us; an interrupt can take longer).
   static constexpr uint64_t kLateSlackNs = 2'000;
-  std::unordered_map<uint64_t, std::unique_ptr<MmState>> mms_;
+  MmMap mms_;
   std::unordered_map<uint32_t, TaskState> tasks_;  // by tid
   TaskState* last_task_ = nullptr;  // of the last owner update, tid below
   uint32_t last_tid_ = 0;

@@ -430,6 +430,32 @@ TEST(DeltaReconstructor, ExitMmapEndsTheMmAndAReusedAddressIsANewOne) {
   EXPECT_EQ(r.live_mms(), 1u);
 }
 
+// Seen in a 16-vCPU guest: an mm from before the capture ended while the
+// programs attached (no exit_mmap record), and an exec's new mm took its
+// address. The new one is from zero, not the stale one's continuation.
+TEST(DeltaReconstructor, ABrandNewMmWhereAnUnendedOldOneWasEndsTheOldOne) {
+  FakeKernel old_mm = kernel_of_an_older_mm();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  r.on_event(old_mm.add(0, kAnonPages, 1, 1000), sink);
+  FakeKernel exec_mm(2);
+  r.on_event(exec_mm.add(1, kAnonPages, 3, 3000, 100, RSS_EVF_CREATING), sink);
+  r.on_event(life(RSS_EV_EXEC, kMm, 4000), sink);
+  r.on_event(exec_mm.add(1, kAnonPages, 2, 5000), sink);
+  r.flush(sink);
+  ASSERT_EQ(sink.out.size(), 7u);
+  EXPECT_FALSE(sink.out[0].from_zero);
+  EXPECT_EQ(sink.out[2].life.kind, LifeKind::kMmExit);
+  EXPECT_EQ(sink.out[3].kind, Recorded::kDestroyed);
+  EXPECT_EQ(sink.out[4].kind, Recorded::kCreated);
+  EXPECT_TRUE(sink.out[4].from_zero);
+  EXPECT_NE(sink.out[4].mm.generation, sink.out[0].mm.generation);
+  EXPECT_EQ(sink.out[5].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(sink.out[6].update.delta, 2);
+  EXPECT_EQ(sink.out[6].info.fidelity, Fidelity::kExact);
+  EXPECT_EQ(r.live_mms(), 1u);
+}
+
 TEST(DeltaReconstructor, AnOwnerUpdateOfAnotherMmOnACpuSwitchesItsMmOut) {
   constexpr uint64_t kOther = kMm + 0x4000;
   constexpr uint8_t kNew = RSS_EVF_OWNER | RSS_EVF_CREATING;
