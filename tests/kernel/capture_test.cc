@@ -222,7 +222,9 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
   MmKey mm;
   const pid_t pid = run(
       [&](int ready, int resume) {
-        char* p = touch_region(kRegion, 97, cpus);
+        // Every 97 pages, or often enough to visit every CPU (64 and more).
+        const int every = std::min<int>(97, kRegion / kPage / cpus);
+        char* p = touch_region(kRegion, std::max(every, 1), cpus);
         signal_ready(ready);
         wait_resume(resume);
         munmap(p, kRegion);
