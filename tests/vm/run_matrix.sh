@@ -342,8 +342,8 @@ for cell in "${cells[@]}"; do
   elif [[ $fidelity != 100.0000% ]]; then
     verdict="FAIL(unflagged updates not all exact: $fidelity)"
   fi
-  verdict+=$retried
   [[ $verdict == ok || $verdict == skip* ]] || failed=1
+  verdict+=$retried  # after the check: a passing rerun passes
   line=$(printf '%-28s %-9s %5s %-4s %-11s %-14s %-10s %-6s %-8s %5ss %s' \
     "${kernel:-$series?}" "$shown" "$n" "$boot" "${loaded:--}" "$gtest" \
     "${fidelity:--}" "${drops:--}" "${flagged:--}" "$wall" "$verdict")
