@@ -240,16 +240,17 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   p.info.kernel_count = e.aux;
   p.info.kernel_slot = e.slot;
   p.info.tgid = e.tgid;
-  // Records come in runs of one task: skip the hash lookup. Element
-  // references survive rehashing; only the erase at EXIT drops one.
-  if (!last_task_ || last_tid_ != e.tid) {
-    last_task_ = &tasks_[e.tid];
-    last_tid_ = e.tid;
-  }
-  TaskState& task = *last_task_;
-  const uint64_t task_since = task.since_ns;  // this add came after it
-  task.since_ns = earliest_of(e);
+  uint64_t task_since = 0;  // this add came after it
   if (e.flags & RSS_EVF_OWNER) {
+    // Records come in runs of one task: skip the hash lookup. Element
+    // references survive rehashing; only the erase at EXIT drops one.
+    if (!last_task_ || last_tid_ != e.tid) {
+      last_task_ = &tasks_[e.tid];
+      last_tid_ = e.tid;
+    }
+    TaskState& task = *last_task_;
+    task_since = task.since_ns;
+    task.since_ns = earliest_of(e);
     // The fault total wraps at 2^16: the difference is right below that.
     p.info.faults = task.faults_known
                         ? static_cast<uint16_t>(e.faults - task.faults)

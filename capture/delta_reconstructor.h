@@ -196,8 +196,9 @@ class DeltaReconstructor {
     uint16_t faults = 0;
     uint64_t mm = 0;
     bool faults_known = false;
-    // No later than its latest record (or its birth): its next add
-    // comes after.
+    // No later than its latest update of its own mm (or its birth): its
+    // next add comes after. (Only owner updates need it, so only those
+    // pay the lookup.)
     uint64_t since_ns = 0;
   };
   struct SlotState {
