@@ -30,7 +30,9 @@ mnt bpf /sys/fs/bpf
 mnt debugfs /sys/kernel/debug
 mnt tracefs /sys/kernel/tracing
 mnt cgroup2 /sys/fs/cgroup
-mnt tmpfs /tmp mode=1777
+# /tmp stays the initramfs's own (already in memory): a tmpfs over it would
+# hide a build directory under /tmp, e.g. a clone in /tmp.
+chmod 1777 /tmp
 mnt tmpfs /run mode=755
 KT_TIMEOUT=600
 read -r cmdline </proc/cmdline
