@@ -250,7 +250,12 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     }
     TaskState& task = *last_task_;
     task_since = task.since_ns;
-    task.since_ns = earliest_of(e);
+    // This record's program ran before the task's next add: after its own
+    // start, or when untimed, after the folds reserved before it started;
+    // and after every earlier record of the task.
+    task.since_ns =
+        std::max(task_since,
+                 uint64_t{e.start_ns ? e.start_ns : fold_start_watermark_ns_});
     // The fault total wraps at 2^16: the difference is right below that.
     p.info.faults = task.faults_known
                         ? static_cast<uint16_t>(e.faults - task.faults)
@@ -339,6 +344,8 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     st.unexplained_end[m] = e.start_ns ? end : earliest_of(e);
     st.unexplained_cpu[m] = e.cpu;
   }
+  if (e.slot == 0 && e.start_ns > fold_start_watermark_ns_)
+    fold_start_watermark_ns_ = e.start_ns;
   slot.value = e.slot;
   slot.known = true;
   slot.after_ns = earliest_of(e);

@@ -196,9 +196,9 @@ class DeltaReconstructor {
     uint16_t faults = 0;
     uint64_t mm = 0;
     bool faults_known = false;
-    // No later than its latest update of its own mm (or its birth): its
-    // next add comes after. (Only owner updates need it, so only those
-    // pay the lookup.)
+    // No later than the end of its latest update of its own mm (or its
+    // birth): its next add comes after. (Only owner updates need it, so
+    // only those pay the lookup.)
     uint64_t since_ns = 0;
   };
   struct SlotState {
@@ -310,6 +310,10 @@ class DeltaReconstructor {
   ReconstructorStats stats_;
   uint64_t next_generation_ = 1;
   uint64_t watermark_ns_ = 0;
+  // The latest start of a fold record so far: a fold is timed before it
+  // takes its sequence number, so every later record in the sequence was
+  // reserved after this moment (an untimed record's task was past it).
+  uint64_t fold_start_watermark_ns_ = 0;
   // The latest two advance() times: they bound untimed records.
   uint64_t last_advance_ns_ = 0, prev_advance_ns_ = 0;
   uint64_t max_span_ns_ = 0;  // longest record window seen

@@ -331,6 +331,46 @@ TEST(DeltaReconstructor, AReturnToZeroWithNoFoldElsewhereIsExact) {
   EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
 }
 
+// Threads taking turns: an untimed record's task was past every fold that
+// took its sequence number before the record. A return to zero after one
+// looks back only to the latest of those folds: another CPU's fold before
+// it cannot have read this CPU's add, one after it can.
+std::vector<Recorded> return_to_zero_after_an_untimed_record(
+    bool other_fold_last) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(1, kAnonPages, 31, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(0, kAnonPages, 31, t += 10'000), sink);
+  r.advance(t, sink);
+  const auto other_cpu_folds = [&] {
+    r.on_event(kernel.add(1, kAnonPages, 1, t += 10'000), sink);
+  };
+  if (!other_fold_last) other_cpu_folds();
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 10'000), sink);  // folds
+  if (other_fold_last) other_cpu_folds();
+  r.on_event(kernel.add(0, kAnonPages, 1, 0, 0), sink);  // untimed
+  r.on_event(kernel.add(0, kAnonPages, -1, t += 10'000), sink);
+  r.flush(sink);
+  return sink.updates();
+}
+
+TEST(DeltaReconstructor, AReturnToZeroLooksBackToTheFoldsBeforeItsTask) {
+  const auto u = return_to_zero_after_an_untimed_record(false);
+  ASSERT_EQ(u.size(), 6u);
+  EXPECT_EQ(u[5].update.delta, -1);
+  for (const Recorded& x : u) EXPECT_EQ(x.info.fidelity, Fidelity::kExact);
+}
+
+TEST(DeltaReconstructor, AReturnToZeroAfterAnotherCpusLaterFoldIsFlagged) {
+  const auto u = return_to_zero_after_an_untimed_record(true);
+  ASSERT_EQ(u.size(), 6u);
+  EXPECT_EQ(u[5].info.fidelity, Fidelity::kAmbiguous);
+  EXPECT_EQ(u[3].info.fidelity, Fidelity::kAmbiguous);  // the other fold
+  EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
+}
+
 TEST(DeltaReconstructor, MmFromBeforeTheCaptureHasNoBaselinePerCpu) {
   FakeKernel kernel(2);
   kernel.add(0, kFilePages, 20, 0);  // before the capture
