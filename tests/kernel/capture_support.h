@@ -2,6 +2,7 @@
 // reason a test must skip (no root, a kernel without the features).
 #pragma once
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "capture/bpf_capture.h"
 #include "capture/delta_reconstructor.h"
+#include "core/schemes/topology.h"
 #include "os/clock.h"
 
 namespace rssaudit::testing {
@@ -32,6 +34,34 @@ inline TestCapture open_test_capture() {
   else
     t.capture = std::move(r).value();
   return t;
+}
+
+// Moves the calling thread to `cpu` (now, before returning).
+inline void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+// In a fixture's SetUp(): opens the capture into `dest`, or skips the test
+// naming the missing capability, or fails with the loader's error.
+#define RSSAUDIT_OPEN_TEST_CAPTURE(dest)           \
+  do {                                             \
+    ::rssaudit::testing::TestCapture t_ =          \
+        ::rssaudit::testing::open_test_capture();  \
+    if (!t_.skip.empty()) GTEST_SKIP() << t_.skip; \
+    if (!t_.capture) FAIL() << t_.error;           \
+    dest = std::move(t_.capture);                  \
+  } while (0)
+
+// The reconstructor options the daemon uses on this host.
+inline ReconstructorOptions host_reconstructor_options(
+    const BpfCapture& capture) {
+  ReconstructorOptions o;
+  o.nr_cpus = capture.possible_cpus();
+  o.batch = upstream_rss_batch(sysconf(_SC_NPROCESSORS_ONLN));
+  return o;
 }
 
 // One drain as LiveAudit::drain() does it, each record also handed to

@@ -35,13 +35,6 @@ namespace {
 constexpr size_t kRegion = size_t{16} << 20;
 constexpr size_t kPage = 4096;
 
-void pin_to(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
-
 // Touches every page of a fresh anonymous region, 4 KiB at a time (no THP,
 // so one fault and one update per page); moves to the next CPU every
 // `migrate_every` pages when non-zero.
@@ -52,7 +45,7 @@ char* touch_region(size_t bytes, int migrate_every, int cpus) {
   madvise(p, bytes, MADV_NOHUGEPAGE);
   for (size_t i = 0; i < bytes / kPage; ++i) {
     if (migrate_every && i % migrate_every == 0)
-      pin_to(static_cast<int>(i / migrate_every) % cpus);
+      testing::pin_to(static_cast<int>(i / migrate_every) % cpus);
     static_cast<volatile char*>(p)[i * kPage] = 1;
   }
   return p;
@@ -92,14 +85,9 @@ class Recorder : public ReconstructorSink {
 class CaptureTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::TestCapture t = testing::open_test_capture();
-    if (!t.skip.empty()) GTEST_SKIP() << t.skip;
-    if (!t.capture) FAIL() << t.error;
-    capture_ = std::move(t.capture);
-    ReconstructorOptions o;
-    o.nr_cpus = capture_->possible_cpus();
-    o.batch = upstream_rss_batch(std::thread::hardware_concurrency());
-    reconstructor_ = std::make_unique<DeltaReconstructor>(o);
+    RSSAUDIT_OPEN_TEST_CAPTURE(capture_);
+    reconstructor_ = std::make_unique<DeltaReconstructor>(
+        testing::host_reconstructor_options(*capture_));
     raw_.reserve(1 << 20);
   }
 
@@ -367,7 +355,7 @@ TEST_F(CaptureTest, TwoPinnedThreadsAreExactWhereverNotFlagged) {
         std::thread threads[2];
         for (int t = 0; t < 2; ++t)
           threads[t] = std::thread([&, t] {
-            pin_to(t);
+            testing::pin_to(t);
             go.fetch_add(1);
             while (go.load() < 2) {
             }

@@ -44,13 +44,6 @@ void touch_pages(size_t pages) {
     static_cast<volatile char*>(p)[i * kPage] = 1;
 }
 
-void pin_to(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
-
 // RssFile, RssAnon, VmSwap, RssShmem of /proc/PID/status in pages, in
 // rss_stat member order.
 std::array<int64_t, kMembers> status_pages(pid_t pid) {
@@ -163,10 +156,7 @@ class Tap : public ReconstructorSink {
 class LifeCycleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::TestCapture t = testing::open_test_capture();
-    if (!t.skip.empty()) GTEST_SKIP() << t.skip;
-    if (!t.capture) FAIL() << t.error;
-    capture_ = std::move(t.capture);
+    RSSAUDIT_OPEN_TEST_CAPTURE(capture_);
     const RecordHeader h = host_record_header(capture_->possible_cpus());
     pipeline_.emplace(topology_of(h));
     tap_ = std::make_unique<Tap>(*pipeline_);
@@ -448,15 +438,15 @@ TEST_F(LifeCycleTest, MmFromBeforeTheCaptureIsResyncedFromProcAtRest) {
       if (write(ready[1], &c, 1) != 1 || read(resume[0], &c, 1) != 1) _exit(4);
     };
     for (int c = 0; c < cpus; ++c) {  // before the capture
-      pin_to(c);
+      testing::pin_to(c);
       touch_pages(301 + 7 * c);
     }
     step();
-    pin_to(0);  // under the capture, on CPU 0 only
+    testing::pin_to(0);  // under the capture, on CPU 0 only
     touch_pages(200);
     step();
     for (int c = cpus - 1; c >= 0; --c) {  // every CPU again
-      pin_to(c);
+      testing::pin_to(c);
       touch_pages(77);
     }
     step();

@@ -55,12 +55,7 @@ std::filesystem::path temp_file(const char* name) {
 
 class RecordingTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    testing::TestCapture t = testing::open_test_capture();
-    if (!t.skip.empty()) GTEST_SKIP() << t.skip;
-    if (!t.capture) FAIL() << t.error;
-    capture_ = std::move(t.capture);
-  }
+  void SetUp() override { RSSAUDIT_OPEN_TEST_CAPTURE(capture_); }
   std::unique_ptr<BpfCapture> capture_;
 };
 

@@ -73,9 +73,8 @@ class WhatifKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // Probe only: the command loads its own programs.
-    testing::TestCapture t = testing::open_test_capture();
-    if (!t.skip.empty()) GTEST_SKIP() << t.skip;
-    if (!t.capture) FAIL() << t.error;
+    std::unique_ptr<BpfCapture> probe;
+    RSSAUDIT_OPEN_TEST_CAPTURE(probe);
   }
 
   // The child's mm: every update of it seen, each scheme within its bound.
