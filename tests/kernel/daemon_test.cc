@@ -274,23 +274,32 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
                            ("rssaudit-unrec-" + std::to_string(getpid()));
   const std::string sock = base + ".sock", db = base + ".db";
   const std::string err = base + ".err", show_file = base + ".show";
+  const std::string touched = base + ".touched";
+  // The query once the workload has touched its memory (a TCG guest with
+  // 64 vCPUs takes seconds to start python3), while it still runs.
   const auto r = testing::run_command(
       "( " + std::string(RSSAUDIT_DAEMON) + " --db " + db + " --socket " +
       sock + " --comm no-such-process --sample-interval 0.2 2>" + err +
       " & d=$!; " + testing::shell_wait_for(err, "capturing") +
       "python3 -c 'import time; b = bytearray(16 << 20); "
-      "b[::4096] = b\"x\" * 4096; time.sleep(1.5)' & w=$!; sleep 1; " +
+      "b[::4096] = b\"x\" * 4096; print(\"touched\", flush=True); "
+      "time.sleep(1.5)' > " +
+      touched + " & w=$!; " +
+      testing::shell_wait_for(touched, "touched", "$w") + "sleep 0.5; " +
       std::string(RSSAUDIT_CLI) + " show --live --json --socket " + sock +
       " $w > " + show_file + "; wait $w; kill -TERM $d; wait $d )");
   ASSERT_EQ(r.exit_code, 0) << r.err << testing::slurp(err);
-  const auto show = nlohmann::json::parse(testing::slurp(show_file));
+  const std::string shown = testing::slurp(show_file);
+  ASSERT_FALSE(shown.empty()) << "show --live printed nothing: " << r.err;
+  const auto show = nlohmann::json::parse(shown);
   EXPECT_EQ(show.at("comm"), "python3") << show.dump();
   EXPECT_GT(show.at("start_ticks").get<uint64_t>(), 0u) << show.dump();
   const std::string log = testing::slurp(err);
   EXPECT_NE(log.find("history samples=0 below_min_rss=0 exits=0 "),
             std::string::npos)
       << "the exit summary says nothing was recorded: " << log;
-  for (const std::string& f : {err, show_file, db, db + "-wal", db + "-shm"})
+  for (const std::string& f :
+       {err, show_file, touched, db, db + "-wal", db + "-shm"})
     std::filesystem::remove(f);
 }
 
