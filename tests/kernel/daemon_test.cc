@@ -67,11 +67,13 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
       std::filesystem::temp_directory_path() /
       ("rssaudit-daemon-" + std::to_string(getpid()) + ".db");
   const std::string daemon = RSSAUDIT_DAEMON;
-  const std::string err = db + ".err";
+  const std::string err = db + ".err", pid_file = db + ".pid";
+  // Stopped once the child's exit is behind it, not after a fixed time: at
+  // 64 vCPUs (TCG) starting, faulting and the teardown took longer than 5 s.
   std::thread shell([&] {
     testing::run_command("( " + daemon + " --db " + db +
-                         " --sample-interval 0.2 --walk all --duration 5 2>" +
-                         err + " )");
+                         " --sample-interval 0.2 --walk all 2>" + err +
+                         " & echo $! > " + pid_file + "; wait $! )");
   });
   // The child must be born under the capture (its exit residue is known
   // only then): wait for the daemon to say it captures, not for a fixed
@@ -110,10 +112,15 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
   close(hold[1]);
   close(faulted[0]);
   waitpid(child, nullptr, 0);
+  usleep(500'000);  // a drain and a sample after the exit
+  const std::string daemon_pid = testing::slurp(pid_file);
+  ASSERT_FALSE(daemon_pid.empty());
+  kill(std::stoi(daemon_pid), SIGTERM);  // it drains what is left, then ends
   shell.join();
   ASSERT_NE(testing::slurp(err).find("capturing"), std::string::npos)
       << testing::slurp(err);
   std::filesystem::remove(err);
+  std::filesystem::remove(pid_file);
 
   auto reader = StoreReader::open_read_only(db);
   ASSERT_TRUE(reader.has_value()) << reader.error().message;
