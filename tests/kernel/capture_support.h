@@ -2,9 +2,13 @@
 // reason a test must skip (no root, a kernel without the features).
 #pragma once
 
+#include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -62,6 +66,48 @@ inline ReconstructorOptions host_reconstructor_options(
   o.nr_cpus = capture.possible_cpus();
   o.batch = upstream_rss_batch(sysconf(_SC_NPROCESSORS_ONLN));
   return o;
+}
+
+// Runs `child(ask, reply)` in a forked process, calling `drain()` until it
+// exits. The child may ask (an int on `ask`) and wait on `reply`: once the
+// stream has caught up with what it did before asking, `answer(pid,
+// question)` goes back. Ends with a drain past the reconstructor's grace
+// time (the caller flushes); expects exit 0 and no drops. Returns the pid.
+inline pid_t run_child_under_capture(
+    BpfCapture& capture, const std::function<void(int ask, int reply)>& child,
+    const std::function<void()>& drain,
+    const std::function<int(pid_t, int)>& answer) {
+  int ask[2], reply[2];
+  if (pipe2(ask, O_NONBLOCK) || pipe(reply)) ADD_FAILURE() << "pipe";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(ask[0]);
+    close(reply[1]);
+    child(ask[1], reply[0]);
+    _exit(0);
+  }
+  close(ask[1]);
+  close(reply[0]);
+  int status = 0;
+  for (;;) {
+    drain();
+    int question;
+    if (read(ask[0], &question, sizeof(question)) == sizeof(question)) {
+      usleep(5000);  // past the reconstructor's grace time
+      drain();
+      const int a = answer ? answer(pid, question) : 0;
+      if (write(reply[1], &a, sizeof(a)) != sizeof(a)) ADD_FAILURE() << "reply";
+    }
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    usleep(1000);
+  }
+  usleep(5000);
+  drain();
+  close(ask[0]);
+  close(reply[1]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(capture.drops(), 0u);
+  return pid;
 }
 
 // One drain as LiveAudit::drain() does it, each record also handed to

@@ -97,41 +97,17 @@ class CaptureTest : public ::testing::Test {
   }
 
   // Runs `child` in a forked process; drains while it runs. When the child
-  // writes a byte to its `ready` pipe it is quiescent: `at_rest(pid)` runs,
-  // then the child continues. Returns the child's pid.
+  // writes to its `ready` pipe (signal_ready) it is quiescent: `at_rest(pid)`
+  // runs, then the child continues. Returns the child's pid.
   pid_t run(const std::function<void(int ready, int resume)>& child,
             const std::function<void(pid_t)>& at_rest = {}) {
-    int ready[2], resume[2];
-    if (pipe2(ready, O_NONBLOCK) || pipe(resume)) ADD_FAILURE() << "pipe";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(ready[0]);
-      close(resume[1]);
-      child(ready[1], resume[0]);
-      _exit(0);
-    }
-    close(ready[1]);
-    close(resume[0]);
-    int status = 0;
-    for (;;) {
-      drain();
-      char c;
-      if (read(ready[0], &c, 1) == 1) {
-        usleep(5000);  // past the reconstructor's grace time
-        drain();
-        if (at_rest) at_rest(pid);
-        if (write(resume[1], &c, 1) != 1) ADD_FAILURE() << "resume";
-      }
-      if (waitpid(pid, &status, WNOHANG) == pid) break;
-      usleep(1000);
-    }
-    usleep(5000);
-    drain();
+    const pid_t pid = testing::run_child_under_capture(
+        *capture_, child, [&] { drain(); },
+        [&](pid_t p, int) {
+          if (at_rest) at_rest(p);
+          return 0;
+        });
     reconstructor_->flush(sink_);
-    close(ready[0]);
-    close(resume[1]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    EXPECT_EQ(capture_->drops(), 0u);
     return pid;
   }
 
@@ -164,13 +140,13 @@ class CaptureTest : public ::testing::Test {
   }
 
   static void signal_ready(int fd) {
-    char c = 1;
-    if (write(fd, &c, 1) != 1) _exit(4);
+    const int at_rest = 1;
+    if (write(fd, &at_rest, sizeof(at_rest)) != sizeof(at_rest)) _exit(4);
   }
 
   static void wait_resume(int fd) {
-    char c;
-    if (read(fd, &c, 1) != 1) _exit(6);
+    int go;
+    if (read(fd, &go, sizeof(go)) != sizeof(go)) _exit(6);
   }
 
   std::unique_ptr<BpfCapture> capture_;

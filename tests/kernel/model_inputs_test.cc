@@ -2,13 +2,11 @@
 // workloads whose inputs are known in advance. Run on the host and in every
 // guest of tests/vm, each must give the figures its workload implies, so
 // every kernel feeds the models the same.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,42 +110,12 @@ class ModelInputsTest : public ::testing::Test {
         testing::host_reconstructor_options(*capture_));
   }
 
-  // Runs `child` in a forked process, draining the capture until it exits.
-  // The child may ask a question (an int on `ask`): once the stream has
-  // caught up with it, `answer(question)` goes back on `reply`.
+  // Runs `child` under the capture (testing::run_child_under_capture).
   pid_t run(void (*child)(int ask, int reply),
             const std::function<int(pid_t, int)>& answer = {}) {
-    int ask[2], reply[2];
-    if (pipe2(ask, O_NONBLOCK) || pipe(reply)) ADD_FAILURE() << "pipe";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(ask[0]);
-      close(reply[1]);
-      child(ask[1], reply[0]);
-      _exit(0);
-    }
-    close(ask[1]);
-    close(reply[0]);
-    int status = 0;
-    for (;;) {
-      drain();
-      int question;
-      if (read(ask[0], &question, sizeof(question)) == sizeof(question)) {
-        usleep(5000);  // past the reconstructor's grace time
-        drain();
-        const int a = answer ? answer(pid, question) : 0;
-        if (write(reply[1], &a, sizeof(a)) != sizeof(a)) ADD_FAILURE();
-      }
-      if (waitpid(pid, &status, WNOHANG) == pid) break;
-      usleep(1000);
-    }
-    usleep(5000);
-    drain();
+    const pid_t pid = testing::run_child_under_capture(
+        *capture_, child, [&] { drain(); }, answer);
     reconstructor_->flush(stream_);
-    close(ask[0]);
-    close(reply[1]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-    EXPECT_EQ(capture_->drops(), 0u);
     return pid;
   }
 
