@@ -178,9 +178,10 @@ TEST_F(ModelInputsTest, OneTaskHoppingEveryCpuDrivesUpstreamToItsBound) {
   // The pages that take the child's anon slot on `cpu` to B-1.
   const auto to_fill = [&](pid_t child, int cpu) {
     int32_t slot = 0;  // the mm started at zero under the capture
+    const MmKey child_mm = mm_of(child);
     for (const Step& s : stream_.steps)
-      if (s.is_update && s.mm == mm_of(child) &&
-          s.update.member == kAnonPages && int(s.update.cpu) == cpu)
+      if (s.is_update && s.mm == child_mm && s.update.member == kAnonPages &&
+          int(s.update.cpu) == cpu)
         slot = s.info.kernel_slot;
     return batch - 1 - slot;
   };
