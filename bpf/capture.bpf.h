@@ -77,6 +77,12 @@ RSSAUDIT_SHARED const volatile __u32 slots_per_cpu RSSAUDIT_ZERO;
 /* The kernel has bpf_preempt_disable() (Linux 6.10, fc7566ad0a82): an
  * fentry program holds preemption with it while it owns its CPU's stream. */
 RSSAUDIT_SHARED const volatile __u32 has_preempt_kfuncs RSSAUDIT_ZERO;
+/* Offsets in the kernel's per-CPU section (.data..percpu, from its BTF)
+ * of this CPU's preemption count, current task and runqueue; 0: unknown
+ * (rss_stat.bpf.c learn_preempt_count()). */
+RSSAUDIT_SHARED const volatile __u64 pcpu_preempt_count RSSAUDIT_ZERO;
+RSSAUDIT_SHARED const volatile __u64 pcpu_current_task RSSAUDIT_ZERO;
+RSSAUDIT_SHARED const volatile __u64 pcpu_runqueues RSSAUDIT_ZERO;
 /* Learned from the first update a process makes to its own mm. */
 RSSAUDIT_SHARED __u64 self_mm RSSAUDIT_ZERO;
 RSSAUDIT_SHARED __u64 target_mm RSSAUDIT_ZERO;
@@ -195,7 +201,7 @@ static __always_inline struct rss_event* event_reserve(struct stream_claim* c,
   e->kind = kind;
   e->member = 0;
   e->flags = flags;
-  e->pad = 0;
+  e->preempt = 0;
   return e;
 }
 

@@ -56,8 +56,13 @@ struct rss_event {
   __u8 kind;    /* enum rss_event_kind */
   __u8 member;  /* UPDATE: MM_FILEPAGES..MM_SHMEMPAGES */
   __u8 flags;   /* RSS_EVF_* */
-  __u8 pad;
+  __u8 preempt; /* UPDATE: RSS_PREEMPT_KNOWN | the preemption depth at the
+                   tracepoint (preempt_count() & 0x7f, the tracepoint's own
+                   level included), or 0 when unknown: where a lock holds
+                   preemption off from the add to the record, the depth is
+                   above the tracepoint's own (rss_stat.bpf.c) */
 };
+#define RSS_PREEMPT_KNOWN 0x80
 
 /* The transport: each CPU has its own stream of records, `slots_per_cpu`
  * slots of the `slots` map from index cpu * slots_per_cpu, written only by

@@ -25,6 +25,8 @@ struct cpu_state {
    * and its min_flt + maj_flt then (see in_page_fault()). */
   __u64 fault_task;
   __u64 fault_total;
+  /* This CPU's preemption count, or 0: unknown (learn_preempt_count()). */
+  __u64 preempt_at;
 };
 
 struct {
@@ -42,10 +44,41 @@ static __always_inline __u64 launder(struct cpu_state* cs, const void* p) {
   return *(volatile __u64*)&cs->scratch;
 }
 
+/* Where this CPU's preemption count is, so that a record can tell whether
+ * a lock held preemption off from the add to it (bpf/rss_event.h). A typed
+ * ksym of the count (__preempt_count, pcpu_hot) would need the symbol in
+ * kallsyms, i.e. CONFIG_KALLSYMS_ALL, which this host's 6.18 lacks. So user
+ * space finds each variable's offset in the per-CPU section in the kernel
+ * BTF, and the section's own address comes from one per-CPU variable whose
+ * address a task leads to: its runqueue, task->se.cfs_rq->rq
+ * (CONFIG_FAIR_GROUP_SCHED). The current-task variable, which must read
+ * back as the running task, proves the address before it is trusted. */
+static __always_inline void learn_preempt_count(struct cpu_state* cs,
+                                                struct task_struct* cur,
+                                                __u64 offset) {
+  if (!pcpu_preempt_count || !pcpu_current_task || !pcpu_runqueues) return;
+  if (!bpf_core_field_exists(cur->se.cfs_rq) ||
+      !bpf_core_field_exists(((struct cfs_rq*)0)->rq))
+    return;
+  struct cfs_rq* cfs = BPF_CORE_READ(cur, se.cfs_rq);
+  if (!cfs) return;
+  __u64 rq = (__u64)BPF_CORE_READ(cfs, rq);
+  if (!rq) return;
+  __u64 section = rq - offset - pcpu_runqueues;
+  __u64 task;
+  if (bpf_probe_read_kernel(
+          &task, sizeof(task),
+          (const void*)(section + pcpu_current_task + offset)))
+    return;
+  if (task != launder(cs, cur)) return;
+  cs->preempt_at = section + pcpu_preempt_count + offset;
+}
+
 /* The per-CPU offset of `cpu`, learned once per CPU and cached in `cs`: the
  * element pointer bpf_map_lookup_percpu_elem() returns for `cpu`, minus the
  * raw per-CPU pointer the array keeps right after its struct bpf_array. */
-static __always_inline int slot_offset(struct cpu_state* cs, __u32 cpu,
+static __always_inline int slot_offset(struct cpu_state* cs,
+                                       struct task_struct* cur, __u32 cpu,
                                        __u64* offset) {
   __u32 zero = 0;
   if (cs->ready) {
@@ -61,6 +94,7 @@ static __always_inline int slot_offset(struct cpu_state* cs, __u32 cpu,
   void* elem = bpf_map_lookup_percpu_elem(&pcpu_probe, &zero, cpu);
   if (!elem) return -1;
   cs->offset = launder(cs, elem) - pptr;
+  learn_preempt_count(cs, cur, cs->offset);
   cs->ready = 1;
   *offset = cs->offset;
   return 0;
@@ -99,12 +133,23 @@ extern void* bpf_rdonly_cast(const void* obj, __u32 btf_id) __ksym;
 
 /* This CPU's slot of `pc`: a plain load with an exception-table fixup,
  * measured ~1 ns here where bpf_probe_read_kernel() costs ~35. */
+static __always_inline __s32 read_s32(__u64 address) {
+  struct refcount_struct* v = bpf_rdonly_cast(
+      (void*)address, bpf_core_type_id_kernel(struct refcount_struct));
+  return v->refs.counter;
+}
+
 static __always_inline __s32 read_slot(struct percpu_counter* pc,
                                        __u64 offset) {
-  struct refcount_struct* slot =
-      bpf_rdonly_cast((void*)((__u64)pc->counters + offset),
-                      bpf_core_type_id_kernel(struct refcount_struct));
-  return slot->refs.counter;
+  return read_s32((__u64)pc->counters + offset);
+}
+
+/* rss_event.preempt: the low byte of preempt_count() is the depth of
+ * preempt_disable() (include/linux/preempt.h). */
+static __always_inline __u8 preempt_depth(struct cpu_state* cs) {
+  if (!cs->preempt_at) return 0;
+  __u32 depth = read_s32(cs->preempt_at) & 0xff;
+  return RSS_PREEMPT_KNOWN | (depth > 0x7f ? 0x7f : depth);
 }
 
 /* The task's faults so far, counting a user fault in progress: the kernel
@@ -184,7 +229,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   struct cpu_state* cs = bpf_map_lookup_elem(&cpu_states, &zero);
   if (!cs) return 0;
   __u64 offset;
-  if (slot_offset(cs, bpf_get_smp_processor_id(), &offset)) return 0;
+  if (slot_offset(cs, cur, bpf_get_smp_processor_id(), &offset)) return 0;
   /* Only this CPU writes its slot, and this program runs with preemption
    * off: the slot read here is the one right after the add. */
   __s32 slot = read_slot(pc, offset);
@@ -215,6 +260,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   if (!e) return 0;
   e->member = member;
   e->faults = faults;
+  e->preempt = preempt_depth(cs);
   __s64 after = pc->count;
   e->aux = after;
   e->slot = slot;

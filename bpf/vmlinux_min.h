@@ -68,8 +68,20 @@ struct mm_struct___pre62 {
   struct mm_rss_stat rss_stat;
 } __attribute__((preserve_access_index));
 
+/* kernel/sched/sched.h: the runqueue a CFS runqueue belongs to
+ * (CONFIG_FAIR_GROUP_SCHED). Only its address is used. */
+struct rq;
+struct cfs_rq {
+  struct rq* rq;
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+  struct cfs_rq* cfs_rq; /* CONFIG_FAIR_GROUP_SCHED */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
   unsigned int __state;
+  struct sched_entity se;
   struct mm_struct* mm;
   pid_t pid;
   pid_t tgid;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "capture/preemption_model.h"
 #include "rssaudit.skel.h"
 
 namespace rssaudit {
@@ -90,23 +91,31 @@ class LogScope {
   libbpf_print_fn_t previous_;
 };
 
+// A member of a BTF struct, and its byte offset in the outermost struct.
+struct FoundMember {
+  const btf_member* member = nullptr;
+  uint64_t byte_offset = 0;
+  explicit operator bool() const { return member != nullptr; }
+};
+
 // Finds `name` among the members of struct `type_id`, looking into
-// anonymous structs and unions (mm_struct wraps most fields in one).
-const btf_member* find_member(const btf* b, uint32_t type_id,
-                              const char* name) {
+// anonymous structs and unions (mm_struct wraps most fields in one, x86's
+// pcpu_hot its members in both).
+FoundMember find_member(const btf* b, uint32_t type_id, const char* name) {
   const btf_type* t = btf__type_by_id(b, type_id);
-  if (!t || !(btf_is_struct(t) || btf_is_union(t))) return nullptr;
+  if (!t || !(btf_is_struct(t) || btf_is_union(t))) return {};
   const btf_member* m = btf_members(t);
   for (int i = 0; i < btf_vlen(t); ++i, ++m) {
+    const uint64_t at = btf_member_bit_offset(t, i) / 8;
     const char* member_name = btf__name_by_offset(b, m->name_off);
     if (member_name && *member_name) {
-      if (std::strcmp(member_name, name) == 0) return m;
+      if (std::strcmp(member_name, name) == 0) return {m, at};
       continue;
     }
-    const uint32_t inner = btf__resolve_type(b, m->type);
-    if (const btf_member* found = find_member(b, inner, name)) return found;
+    FoundMember inner = find_member(b, btf__resolve_type(b, m->type), name);
+    if (inner) return {inner.member, at + inner.byte_offset};
   }
-  return nullptr;
+  return {};
 }
 
 // Since f1a7941243c1 (6.2) mm->rss_stat is `struct percpu_counter[4]`;
@@ -114,13 +123,41 @@ const btf_member* find_member(const btf* b, uint32_t type_id,
 bool has_percpu_rss(const btf* b) {
   const int mm = btf__find_by_name_kind(b, "mm_struct", BTF_KIND_STRUCT);
   if (mm < 0) return false;
-  const btf_member* rss = find_member(b, mm, "rss_stat");
+  const FoundMember rss = find_member(b, mm, "rss_stat");
   if (!rss) return false;
-  const btf_type* t = btf__type_by_id(b, rss->type);
+  const btf_type* t = btf__type_by_id(b, rss.member->type);
   if (!t || !btf_is_array(t)) return false;
   const btf_type* elem = btf__type_by_id(b, btf_array(t)->type);
   const char* elem_name = elem ? btf__name_by_offset(b, elem->name_off) : "";
   return btf_is_struct(elem) && std::strcmp(elem_name, "percpu_counter") == 0;
+}
+
+// The per-CPU variables' offsets, from the BTF's DATASEC of the per-CPU
+// section. Linux 6.15 split x86's struct pcpu_hot into plain variables.
+PercpuLayout percpu_layout_of(const btf* b) {
+  PercpuLayout l;
+  const int sec = btf__find_by_name_kind(b, ".data..percpu", BTF_KIND_DATASEC);
+  if (sec < 0) return l;
+  const btf_type* t = btf__type_by_id(b, sec);
+  const btf_var_secinfo* v = btf_var_secinfos(t);
+  for (int i = 0; i < btf_vlen(t); ++i, ++v) {
+    const btf_type* var = btf__type_by_id(b, v->type);
+    const char* name = var ? btf__name_by_offset(b, var->name_off) : nullptr;
+    if (!name) continue;
+    const auto member_at = [&](const char* member) -> uint64_t {
+      const FoundMember m =
+          find_member(b, btf__resolve_type(b, var->type), member);
+      return m ? v->offset + m.byte_offset : 0;
+    };
+    if (std::strcmp(name, "__preempt_count") == 0) l.preempt_count = v->offset;
+    if (std::strcmp(name, "current_task") == 0) l.current_task = v->offset;
+    if (std::strcmp(name, "runqueues") == 0) l.runqueues = v->offset;
+    if (std::strcmp(name, "pcpu_hot") == 0) {
+      l.preempt_count = member_at("preempt_count");
+      l.current_task = member_at("current_task");
+    }
+  }
+  return l;
 }
 
 // The parameters of tracepoint `name`'s BTF prototype (its first is the
@@ -186,13 +223,16 @@ CaptureSupport probe_capture_support() {
     // The user fault's hook costs ~50 ns per fault here (bench/README.md):
     // only where no task bit tells a user fault already.
     const int task = btf__find_by_name_kind(b, "task_struct", BTF_KIND_STRUCT);
-    s.in_user_fault = task >= 0 && find_member(b, task, "in_user_fault");
+    s.in_user_fault =
+        task >= 0 && static_cast<bool>(find_member(b, task, "in_user_fault"));
     s.user_fault_hook =
         !s.in_user_fault && tracepoint_params(b, "page_fault_user") > 0;
     s.kernel_fault_hook = tracepoint_params(b, "page_fault_kernel") > 0;
     s.preempt_kfuncs =
         btf__find_by_name_kind(b, "bpf_preempt_disable", BTF_KIND_FUNC) >= 0 &&
         btf__find_by_name_kind(b, "bpf_preempt_enable", BTF_KIND_FUNC) >= 0;
+    s.percpu = percpu_layout_of(b);
+    s.preemption = read_preemption_model();
     s.tracepoints = true;
     for (const char* tp : kTracepoints) {
       const std::string type = fmt::format("btf_trace_{}", tp);
@@ -229,6 +269,9 @@ int BpfCapture::load(const CaptureOptions& options) {
   slots_per_cpu_ = slots_per_cpu_for(options.stream_bytes, possible_cpus_);
   skel_->rodata->slots_per_cpu = slots_per_cpu_;
   skel_->rodata->has_preempt_kfuncs = support_.preempt_kfuncs;
+  skel_->rodata->pcpu_preempt_count = support_.percpu.preempt_count;
+  skel_->rodata->pcpu_current_task = support_.percpu.current_task;
+  skel_->rodata->pcpu_runqueues = support_.percpu.runqueues;
   if (int err = bpf_map__set_max_entries(skel_->maps.slots,
                                          possible_cpus_ * slots_per_cpu_))
     return err;
@@ -295,6 +338,20 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
         "no bpf_preempt_disable kfunc (Linux 6.10): on a fully preemptible "
         "kernel, fentry/taskstats_exit can be preempted while it writes its "
         "record, and records of its CPU meanwhile are dropped (counted)");
+  if (support.preempts_in_kernel() && !support.percpu.found())
+    c->limits_.push_back(
+        "the kernel BTF does not place the per-CPU preemption count "
+        "(__preempt_count or pcpu_hot, current_task, runqueues in "
+        ".data..percpu): on a kernel that preempts in kernel code, an "
+        "update whose add took no lock (an exec's argument pages, a "
+        "collapse into a huge page) may be "
+        "credited to the wrong CPU, unflagged");
+  else if (support.preemption.mode.empty())
+    c->limits_.push_back(
+        "preemption model unknown (neither /sys/kernel/debug/sched/preempt "
+        "nor the kernel's config): updates whose add took no lock (an "
+        "exec's argument pages, a collapse into a huge page) are flagged "
+        "ambiguous, as on a kernel that preempts there");
   if (!support.kernel_fault_hook)
     c->limits_.push_back(
         "no page_fault_kernel tracepoint (x86 only): an update in a fault "

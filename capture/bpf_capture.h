@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "capture/preemption_model.h"
 #include "capture/stream_reader.h"
 #include "core/result.h"
 
@@ -52,6 +53,14 @@ enum class ExitHook : uint8_t {
 // "tp_btf/sched_process_exit", "fentry/taskstats_exit" or "none".
 const char* exit_hook_name(ExitHook h);
 
+// Where three per-CPU variables sit in the kernel's per-CPU section.
+struct PercpuLayout {
+  uint64_t preempt_count = 0;  // __preempt_count (6.15+), pcpu_hot's before
+  uint64_t current_task = 0;   // current_task (6.15+), pcpu_hot's before
+  uint64_t runqueues = 0;
+  bool found() const { return preempt_count && current_task && runqueues; }
+};
+
 // What the running kernel offers for capture.
 struct CaptureSupport {
   bool root = false;         // CAP_BPF + CAP_PERFMON, in practice root
@@ -74,6 +83,17 @@ struct CaptureSupport {
   // bpf_preempt_disable()/enable() are kfuncs of this kernel (6.10+): the
   // fentry exit hook then holds preemption while it writes its record.
   bool preempt_kfuncs = false;
+  // Offsets in the per-CPU section (.data..percpu) of the variables the
+  // rss_stat program reads its CPU's preemption count by (bpf/rss_stat.bpf.c
+  // learn_preempt_count()); all 0 when the kernel BTF lacks one of them.
+  PercpuLayout percpu;
+  // The preemption model in force (capture/preemption_model.h).
+  PreemptionModel preemption;
+  // Whether a task may be preempted in kernel code: the model says so, or
+  // it is not known.
+  bool preempts_in_kernel() const {
+    return preemption.mode != "none" && preemption.mode != "voluntary";
+  }
   // Empty when capture can run, else what is missing, for a human.
   std::string missing;
 };
@@ -132,6 +152,8 @@ class BpfCapture {
   // human (what is missing and what the audit misses without it); empty
   // when it sees everything it is built to.
   const std::vector<std::string>& limits() const { return limits_; }
+  // What probe_capture_support() found when the capture opened.
+  const CaptureSupport& support() const { return support_; }
   // Records one CPU's stream holds when full.
   uint64_t stream_records() const { return streams_->slots_per_cpu(); }
 

@@ -334,6 +334,11 @@ void print_json(const Report& r) {
       {"exit_hook",
        r.loaded == true ? nlohmann::json(exit_hook_name(r.exit_hook))
                         : nlohmann::json(nullptr)},
+      {"preemption",
+       r.loaded == true && !r.support.preemption.mode.empty()
+           ? nlohmann::json{{"mode", r.support.preemption.mode},
+                            {"source", r.support.preemption.source}}
+           : nlohmann::json(nullptr)},
       {"limits", r.limits},
       {"can_capture", r.blockers.empty()},
       {"reasons", r.blockers}};
@@ -446,6 +451,14 @@ void print_human(const Report& r, SizeUnit unit) {
          r.exit_hook == ExitHook::kNone
              ? std::string("not recorded")
              : std::string("recorded at ") + exit_hook_name(r.exit_hook));
+    const PreemptionModel& pm = r.support.preemption;
+    line("preemption",
+         (pm.mode.empty() ? std::string("unknown")
+                          : fmt::format("{} (from {})", pm.mode, pm.source)) +
+             (r.support.preempts_in_kernel()
+                  ? ": an update whose add took no lock is flagged"
+                  : ": the kernel does not preempt kernel code, so an "
+                    "update whose add took no lock is exact"));
     for (const std::string& limit : r.limits) line("limit", limit);
   }
   if (r.blockers.empty()) {

@@ -27,7 +27,7 @@ static_assert(offsetof(rss_event, faults) == 42);
 static_assert(offsetof(rss_event, kind) == 44);
 static_assert(offsetof(rss_event, member) == 45);
 static_assert(offsetof(rss_event, flags) == 46);
-static_assert(offsetof(rss_event, pad) == 47);
+static_assert(offsetof(rss_event, preempt) == 47);
 
 constexpr std::string_view kFileMagic = "RSSAUDIT";
 constexpr std::string_view kBlockMagic = "RBLK";

@@ -32,10 +32,11 @@
 //           capture delivered them: mm u64 @0, aux s64 @8, start_ns u64 @16,
 //           tid u32 @24, tgid u32 @28, slot s32 @32, span_ns u32 @36,
 //           cpu u16 @40, faults u16 @42, kind u8 @44, member u8 @45,
-//           flags u8 @46, pad u8 @47. Flag bits added later stay within
-//           format 1 when a file without them means the same thing: old
-//           files hold RSS_EVF_AFTER_LOSS = 0, and their recorders had no
-//           way to mark a loss in the stream. Likewise span_ns: newer
+//           flags u8 @46, preempt u8 @47. Flag bits added later stay
+//           within format 1 when a file without them means the same thing:
+//           old files hold RSS_EVF_AFTER_LOSS = 0, and their recorders had
+//           no way to mark a loss in the stream; preempt 0 (unknown) where
+//           it was padding. Likewise span_ns: newer
 //           recorders leave it 0 on an update whose slot is non-zero,
 //           and start_ns 0 (untimed) on such an update whose `count` is
 //           the one its CPU's previous record of the mm showed.
