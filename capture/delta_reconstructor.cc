@@ -209,6 +209,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
 
 void DeltaReconstructor::on_update(const rss_event& e) {
   ++stats_.updates;
+  if (!(e.preempt & RSS_PREEMPT_KNOWN)) ++stats_.depth_unknown;
   const uint64_t start = start_of(e), end = end_of(e);
   MmState& st = mm_state(e, e.flags & RSS_EVF_CREATING, start);
   check_resync(st, earliest_of(e));
@@ -265,6 +266,13 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     // Only when unknown: between exec_mmap() and its EXEC record a task
     // already updates its new mm, and the old one is what the exec leaves.
     if (!task.mm) task.mm = e.mm;
+  } else if (unlocked_add(e)) {
+    // As for an owner's task above, for the one other task an mm keeps.
+    task_since = st.other_tid == e.tid ? st.other_since_ns : 0;
+    st.other_tid = e.tid;
+    st.other_since_ns =
+        std::max(task_since,
+                 uint64_t{e.start_ns ? e.start_ns : fold_start_watermark_ns_});
   }
 
   // A resynced member whose one unknown left is this record's: the sum of
@@ -346,6 +354,12 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   }
   if (e.slot == 0 && e.start_ns > fold_start_watermark_ns_)
     fold_start_watermark_ns_ = e.start_ns;
+  if (slot.suspect) {
+    slot.suspect = false;
+    if (p.info.fidelity != Fidelity::kNoBaseline)
+      p.info.fidelity = Fidelity::kAmbiguous;
+  }
+  if (unlocked_add(e)) on_unlocked_add(p, st, task_since);
   slot.value = e.slot;
   slot.known = true;
   slot.after_ns = earliest_of(e);
@@ -486,6 +500,33 @@ void DeltaReconstructor::on_drops(uint64_t total) {
   flagged_loss_ = false;
 }
 
+void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
+                                         uint64_t since_ns) {
+  ++stats_.unlocked;
+  const int m = p.update.member;
+  const auto flag = [](UpdateInfo& info) {
+    if (info.fidelity != Fidelity::kNoBaseline)
+      info.fidelity = Fidelity::kAmbiguous;
+  };
+  flag(p.info);
+  // Newest first (p is the newest); records are in reservation order, as
+  // in mark_overlaps(). since_ns 0 (the task's first record of the mm)
+  // bounds nothing: every held-back update of the counter is flagged.
+  for (size_t i = size_; i-- > 0;) {
+    Pending& q = at(i);
+    if (q.end_ns + max_span_ns_ + kLateSlackNs < since_ns) break;
+    // The task's own earlier records came before this add.
+    if (q.type == Pending::Type::kUpdate && q.mm == &st &&
+        q.update.member == m && q.update.task != p.update.task)
+      flag(q.info);
+  }
+  if (since_ns && st.emitted_update_task[m] != p.update.task &&
+      st.emitted_update_end[m] + kLateSlackNs >= since_ns)
+    ++stats_.late_overlaps;
+  for (uint32_t cpu = 0; cpu < options_.nr_cpus; ++cpu)
+    if (cpu != p.update.cpu) st.slots.at(cpu)[m].suspect = true;
+}
+
 // Flags `fold` and every held-back fold of the same counter on another CPU
 // whose window overlaps its own, [since_ns, end], or for another task's
 // fold [other_task_since_ns, end]: which of them moved `count` first is
@@ -567,6 +608,8 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
           ++stats_.count_ahead;
           break;
       }
+      st.emitted_update_end[p.update.member] = p.end_ns;
+      st.emitted_update_task[p.update.member] = p.update.task;
       if (p.fold) {
         const int m = p.update.member;
         st.emitted_fold_end[m] = p.end_ns;

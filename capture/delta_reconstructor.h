@@ -108,6 +108,12 @@ struct ReconstructorOptions {
   // from its reservation to its end. Output waits this long after an event
   // ends, so any overlapping event has arrived before it is emitted.
   uint64_t grace_ns = 2'000'000;
+  // The kernel may preempt a task in kernel code (full, lazy or RT
+  // preemption), or that is not known. Then an update whose record shows
+  // no lock held since its add (rss_event.preempt) may have added to
+  // another CPU's slot than its record's, or let another task's record on
+  // its CPU take its add: it is flagged, and so is what it may have upset.
+  bool preemptible = true;
 };
 
 struct ReconstructorStats {
@@ -118,9 +124,17 @@ struct ReconstructorStats {
   uint64_t no_baseline = 0;
   uint64_t inconsistent = 0;
   uint64_t count_ahead = 0;
-  // An overlapping fold arrived after its partner was emitted as exact:
-  // grace_ns is too short (should stay 0).
+  // An overlapping fold arrived after its partner was emitted as exact, or
+  // an unlocked add after an update it may have upset: grace_ns is too
+  // short (should stay 0).
   uint64_t late_overlaps = 0;
+  // Updates whose add may have landed in another CPU's slot than the one
+  // their record read (see ReconstructorOptions::preemptible), flagged.
+  // One that came after grace_ns upset an emitted update: late_overlaps.
+  uint64_t unlocked = 0;
+  // Updates whose preemption depth the capture could not read: an older
+  // recording, or a CPU where learn_preempt_count() failed (should be 0).
+  uint64_t depth_unknown = 0;
   uint64_t bad_records = 0;  // cpu or member out of range, unknown kind
   uint64_t mms_created = 0;
   uint64_t mms_destroyed = 0;
@@ -207,6 +221,9 @@ class DeltaReconstructor {
     // No later than the start of this CPU's last record of the counter:
     // its next add comes after.
     uint64_t after_ns = 0;
+    // An unlocked add may have gone into this slot since its CPU's last
+    // record: its next record is flagged.
+    bool suspect = false;
   };
   struct MmState {
     MmKey key;
@@ -244,6 +261,14 @@ class DeltaReconstructor {
     std::array<uint64_t, kMembers> emitted_fold_end{};
     std::array<uint32_t, kMembers> emitted_fold_cpu{};
     std::array<uint32_t, kMembers> emitted_fold_task{};
+    // The end of the last emitted update per member, to count an unlocked
+    // add that came too late to flag what it upset.
+    std::array<uint64_t, kMembers> emitted_update_end{};
+    std::array<uint32_t, kMembers> emitted_update_task{};
+    // The last task updating the mm that is not its owner (khugepaged, a
+    // fork's parent) and when its next add may start: as TaskState's.
+    uint32_t other_tid = 0;
+    uint64_t other_since_ns = 0;
     // Per member: seq + 1 of its latest fold pushed (0: none), the head of
     // the chain mark_overlaps() walks instead of every held-back record.
     std::array<uint64_t, kMembers> last_fold{};
@@ -298,6 +323,21 @@ class DeltaReconstructor {
   void note_running(MmState& st, const rss_event& e);
   void mark_overlaps(Pending& fold, uint64_t since_ns,
                      uint64_t other_task_since_ns);
+  // An update whose add took no lock to its record (see
+  // ReconstructorOptions::preemptible): flags it, the held-back updates
+  // of its counter since its task's previous record, and the next record
+  // of every other CPU's slot.
+  void on_unlocked_add(Pending& p, MmState& st, uint64_t since_ns);
+  // The record's add took no lock to it, on a kernel that may preempt
+  // there. A tracepoint runs its probes with preemption disabled once
+  // (__DO_TRACE, include/linux/tracepoint.h): a depth above that is a
+  // lock (a page-table lock on every fault path) held since before the
+  // add.
+  bool unlocked_add(const rss_event& e) const {
+    constexpr uint8_t kTracepointDepth = 1;
+    return options_.preemptible && (e.preempt & RSS_PREEMPT_KNOWN) &&
+           (e.preempt & ~RSS_PREEMPT_KNOWN) <= kTracepointDepth;
+  }
   void emit_ready(ReconstructorSink& sink, bool all);
   void emit(Pending& p, ReconstructorSink& sink);
   Pending& push(Pending::Type type, MmState& mm, uint64_t end_ns);

@@ -24,11 +24,12 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   fmt::print(out,
              "summary live_mms={} finished_mms={} updates={} exact={} "
              "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
-             "drops={} "
+             "unlocked={} late={} depth_unknown={} drops={} "
              "bad_records={} fidelity={} ({}/{})\n",
              pipeline.live_mms(), mms.size() - pipeline.live_mms(),
              stats.updates, stats.exact, stats.ambiguous, stats.no_baseline,
-             stats.inconsistent, stats.count_ahead, drops, stats.bad_records,
+             stats.inconsistent, stats.count_ahead, stats.unlocked,
+             stats.late_overlaps, stats.depth_unknown, drops, stats.bad_records,
              // Not measured, never a made-up 100%, when nothing was compared.
              checked
                  ? fmt::format("{:.4f}%",

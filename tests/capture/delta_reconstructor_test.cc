@@ -888,5 +888,109 @@ TEST(DeltaReconstructor, ADropWithoutAFlaggedRecordIsALoss) {
   EXPECT_EQ(u[2].info.fidelity, Fidelity::kNoBaseline);
 }
 
+// rss_event.preempt: a page-table lock held since the add (depth 2 with the
+// tracepoint's own), or none (depth 1).
+rss_event by(rss_event e, uint32_t tid, uint8_t depth) {
+  e.tid = tid;
+  e.preempt = RSS_PREEMPT_KNOWN | depth;
+  return e;
+}
+
+std::vector<Fidelity> fidelities(const RecordingSink& sink) {
+  std::vector<Fidelity> f;
+  for (const Recorded& u : sink.updates()) f.push_back(u.info.fidelity);
+  return f;
+}
+
+int64_t sum_of_deltas(const RecordingSink& sink) {
+  int64_t sum = 0;
+  for (const Recorded& u : sink.updates()) sum += u.update.delta;
+  return sum;
+}
+
+// A preemptible kernel: task 7 adds on CPU 1 without a lock, is preempted,
+// and its record is taken on CPU 0, whose slot it did not touch. Task 8's
+// records on CPU 1 take its page: one since task 7's previous record (the
+// add may have come before either), and CPU 1's next one after it.
+TEST(DeltaReconstructor, AnUnlockedAddIsFlaggedWithTheRecordsItMayHaveUpset) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  const int m = kAnonPages;
+  const uint64_t us = 10'000;  // 10 us apart: beyond any slack
+  r.on_event(by(kernel.add(0, m, 3, 1 * us, 100, RSS_EVF_CREATING), 9, 2),
+             sink);
+  r.on_event(by(kernel.add(0, m, 1, 2 * us, 100, RSS_EVF_OWNER), 7, 2), sink);
+  r.on_event(by(kernel.add(1, m, 2, 3 * us), 8, 2), sink);
+  kernel.add(1, m, 1, 4 * us);                              // task 7, no record
+  r.on_event(by(kernel.add(1, m, 4, 5 * us), 8, 2), sink);  // shows 1 + 4
+  r.on_event(by(kernel.record(0, m, 6 * us, 0, RSS_EVF_OWNER), 7, 1), sink);
+  kernel.add(1, m, 1, 7 * us);  // task 7 again
+  r.on_event(by(kernel.record(0, m, 8 * us, 0, RSS_EVF_OWNER), 7, 1), sink);
+  r.on_event(by(kernel.add(1, m, 1, 9 * us), 8, 2), sink);  // shows 1 + 1
+  r.on_event(by(kernel.add(1, m, 1, 10 * us), 8, 2), sink);
+  r.flush(sink);
+
+  using F = Fidelity;
+  EXPECT_EQ(
+      fidelities(sink),
+      (std::vector<F>{F::kExact, F::kExact, F::kAmbiguous, F::kAmbiguous,
+                      F::kAmbiguous, F::kAmbiguous, F::kAmbiguous, F::kExact}));
+  EXPECT_EQ(sum_of_deltas(sink), kernel.precise(m));
+  EXPECT_EQ(r.stats().unlocked, 2u);
+  EXPECT_EQ(r.stats().late_overlaps, 0u);
+}
+
+// The same add with its upset record emitted already (held back no longer
+// than grace_ns): it cannot be flagged, so it is counted.
+TEST(DeltaReconstructor, AnUnlockedAddLaterThanTheGraceIsCounted) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  const int m = kAnonPages;
+  uint64_t t = 1'000'000;
+  r.on_event(by(kernel.add(0, m, 3, t, 100, RSS_EVF_CREATING), 7, 2), sink);
+  r.on_event(by(kernel.add(0, m, 1, t += 1000, 100, RSS_EVF_OWNER), 7, 2),
+             sink);
+  kernel.add(1, m, 1, t += 1000);  // task 7, preempted for 3 ms
+  r.on_event(by(kernel.add(1, m, 4, t += 1000), 8, 2), sink);
+  r.advance(t += 3 * kGrace, sink);
+  r.on_event(by(kernel.record(0, m, t, 0, RSS_EVF_OWNER), 7, 1), sink);
+  r.flush(sink);
+  EXPECT_EQ(r.stats().late_overlaps, 1u);
+  EXPECT_EQ(fidelities(sink).back(), Fidelity::kAmbiguous);
+}
+
+// Only an unlocked add on a kernel that may preempt there is flagged: not
+// a locked one, not one whose depth is unknown (0: older recordings, a
+// CPU where it could not be read), not one on a non-preemptible kernel.
+TEST(DeltaReconstructor, OnlyUnlockedAddsOnAPreemptibleKernelAreFlagged) {
+  for (const bool preemptible : {true, false}) {
+    FakeKernel kernel(2);
+    ReconstructorOptions options = two_cpus();
+    options.preemptible = preemptible;
+    DeltaReconstructor r(options);
+    RecordingSink sink;
+    const int m = kAnonPages;
+    r.on_event(by(kernel.add(0, m, 3, 10'000, 100, RSS_EVF_CREATING), 7, 2),
+               sink);
+    r.on_event(by(kernel.add(1, m, 2, 20'000), 8, 3), sink);
+    rss_event unknown = kernel.add(0, m, 1, 30'000);
+    unknown.tid = 7;
+    r.on_event(unknown, sink);
+    r.on_event(by(kernel.add(0, m, 1, 40'000, 100, RSS_EVF_OWNER), 7, 1), sink);
+    r.on_event(by(kernel.add(1, m, 1, 50'000), 8, 2), sink);
+    r.flush(sink);
+    const auto f = fidelities(sink);
+    ASSERT_EQ(f.size(), 5u);
+    for (size_t i = 0; i < f.size(); ++i)
+      EXPECT_EQ(f[i],
+                preemptible && i >= 3 ? Fidelity::kAmbiguous : Fidelity::kExact)
+          << "update " << i << (preemptible ? ", preemptible" : "");
+    EXPECT_EQ(r.stats().unlocked, preemptible ? 1u : 0u);
+    EXPECT_EQ(sum_of_deltas(sink), kernel.precise(m));
+  }
+}
+
 }  // namespace
 }  // namespace rssaudit

@@ -65,6 +65,7 @@ inline ReconstructorOptions host_reconstructor_options(
   ReconstructorOptions o;
   o.nr_cpus = capture.possible_cpus();
   o.batch = upstream_rss_batch(sysconf(_SC_NPROCESSORS_ONLN));
+  o.preemptible = capture.support().preempts_in_kernel();
   return o;
 }
 
