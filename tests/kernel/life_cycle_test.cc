@@ -160,7 +160,10 @@ class LifeCycleTest : public ::testing::Test {
     const RecordHeader h = host_record_header(capture_->possible_cpus());
     pipeline_.emplace(topology_of(h));
     tap_ = std::make_unique<Tap>(*pipeline_);
-    reconstructor_.emplace(ReconstructorOptions{h.nr_cpu_ids, h.percpu_batch});
+    reconstructor_.emplace(ReconstructorOptions{
+        .nr_cpus = h.nr_cpu_ids,
+        .batch = h.percpu_batch,
+        .preemptible = capture_->support().preempts_in_kernel()});
   }
 
   void drain() {
@@ -307,7 +310,12 @@ TEST_F(LifeCycleTest, ShortLivedProcessStormIsExactFromBirthToExitMmap) {
   // Each child faulted its own mm, and each exec'd /bin/true its new one.
   EXPECT_EQ(owners_seen.size(), ours.size());
   EXPECT_GE(checked_mms, size_t(kChildren + kChildren / 2 + 1));
-  EXPECT_LE(flagged * 100, updates) << "at most 1% flagged";
+  // Where the kernel preempts kernel code, each exec's argument pages are
+  // adds without a lock (fs/exec.c acct_arg_size()), flagged with the
+  // neighbours they may have upset: ~1 in 80 updates under preempt=full.
+  const uint64_t unlocked = reconstructor_->stats().unlocked;
+  EXPECT_LE(flagged * 100, updates + 300 * unlocked)
+      << "at most 1% flagged, and 3 per add without a lock";
   // Addresses came back for new mms, each with its own generation: no
   // update or life event reached a key that was not its address's live mm.
   size_t reused = 0;
@@ -319,11 +327,16 @@ TEST_F(LifeCycleTest, ShortLivedProcessStormIsExactFromBirthToExitMmap) {
   std::printf(
       "[ info ] %zu mms of %zu processes, all from creation (%zu), back to 0 "
       "at exit_mmap; %zu updates, %zu flagged; fidelity %llu/%llu; %zu of "
-      "our addresses reused (%zu host-wide)\n",
+      "our addresses reused (%zu host-wide); host-wide: %llu ambiguous, "
+      "%llu count ahead, %llu inconsistent, %llu without a lock\n",
       checked_mms, ours.size(), from_zero, updates, flagged,
       static_cast<unsigned long long>(fid_matched),
       static_cast<unsigned long long>(fid_checked), reused,
-      tap_->reused_addresses());
+      tap_->reused_addresses(),
+      static_cast<unsigned long long>(reconstructor_->stats().ambiguous),
+      static_cast<unsigned long long>(reconstructor_->stats().count_ahead),
+      static_cast<unsigned long long>(reconstructor_->stats().inconsistent),
+      static_cast<unsigned long long>(reconstructor_->stats().unlocked));
 }
 
 // A process faults alone, vforks (CLONE_VM | CLONE_VFORK: not a second
