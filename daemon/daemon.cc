@@ -255,6 +255,9 @@ class Daemon {
   void wait_summary_signal() {
     summary_signal_.async_wait([this](auto ec, int) {
       if (ec) return;
+      // "Now": with what the streams hold up to the signal, not what the
+      // last paced drain took (up to its interval behind).
+      drain();
       log_summary();
       wait_summary_signal();
     });
