@@ -341,27 +341,32 @@ void write_recording(const std::string& path,
 }
 
 // rssauditd fed `events` by bench/inject_rate (`inject_args` after the
-// file: rate, seconds, CPU, daemon pid, holes), then a python3 faulting
-// 2048 pages; the daemon's log, with a summary while the python3 lives.
-// Checks that the audit went on after the injection: the python3 is
-// audited from its creation.
+// file: rate, seconds, CPU, daemon pid, holes) until a summary matches
+// `settled` (grep -E), then a python3 faulting 2048 pages; the daemon's
+// log, with summaries while the python3 lives. Checks that the audit went
+// on after the injection: the python3 is audited from its creation.
 std::string log_of_daemon_fed(const std::string& name,
                               const std::vector<rss_event>& events,
-                              const std::string& inject_args) {
+                              const std::string& inject_args,
+                              const std::string& settled) {
   const std::string base = std::filesystem::temp_directory_path() /
                            (name + "-" + std::to_string(getpid()));
   const std::string rec = base + ".rec", db = base + ".db", err = base + ".err";
   const std::string touched = base + ".touched";
   write_recording(rec, events);
-  // The python3 lives until a summary shows it, not a fixed time: at 64
-  // vCPUs in a TCG guest it took more than a second to start, and a hole
-  // in a stream holds the records behind it for a few drains.
+  // Each step waits for a summary that shows the one before, not a fixed
+  // time: at 64 vCPUs in a TCG guest python3 took over a second to start,
+  // and a hole in a stream holds the records behind it for a few drains
+  // (its skip, a loss, voids what came before: python3 starts after it).
   const auto r = testing::run_command(
       "( " + std::string(RSSAUDIT_DAEMON) + " --db " + db +
       " --socket none --top 1000 2>" + err + " & d=$!; " +
       testing::shell_wait_for(err, "capturing") + RSSAUDIT_INJECT_RATE + " " +
       rec + " " + inject_args +
       " >/dev/null || echo inject failed; "
+      "for i in $(seq 300); do kill -USR1 $d; sleep 0.2; grep -qE '" +
+      settled + "' " + err +
+      " && break; done; "
       "python3 -c 'import time; b = bytearray(8 << 20); "
       "b[::4096] = b\"x\" * 2048; open(\"" +
       touched +
@@ -407,9 +412,11 @@ TEST(Daemon, MalformedRecordsInItsStreamsAreCountedNotFatal) {
   e.kind = 77;  // no such record kind
   bad.push_back(e);
   // 3 records per millisecond for 0.1 s: each bad record ~100 times.
-  const std::string log = log_of_daemon_fed("rssaudit-bad", bad, "3000 0.1");
+  const std::string log =
+      log_of_daemon_fed("rssaudit-bad", bad, "3000 0.1", "bad_records=[1-9]");
+  const std::string last = log.substr(log.rfind("\nsummary "));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(bad_records=(\d+))")))
+  ASSERT_TRUE(std::regex_search(last, m, std::regex(R"(bad_records=(\d+))")))
       << log;
   EXPECT_GE(std::stoull(m[1]), 3u * 90) << log;
 }
@@ -424,9 +431,8 @@ TEST(Daemon, ASequenceNumberThatNeverComesIsSkippedAndCounted) {
   if (const auto s = probe_capture_support(); !s.missing.empty())
     GTEST_SKIP() << s.missing;
   // One hole, then 100 records.
-  const std::string log =
-      log_of_daemon_fed("rssaudit-hole", {made_up_update()}, "1000 0.1 0 0 1");
-  // The last summary: the earlier ones may predate the hole's skipping.
+  const std::string log = log_of_daemon_fed("rssaudit-hole", {made_up_update()},
+                                            "1000 0.1 0 0 1", " drops=1 ");
   const std::string last = log.substr(log.rfind("\nsummary "));
   std::smatch m;
   ASSERT_TRUE(std::regex_search(last, m, std::regex(R"( drops=(\d+) )")))
