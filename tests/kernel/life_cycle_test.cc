@@ -312,10 +312,14 @@ TEST_F(LifeCycleTest, ShortLivedProcessStormIsExactFromBirthToExitMmap) {
   EXPECT_GE(checked_mms, size_t(kChildren + kChildren / 2 + 1));
   // Where the kernel preempts kernel code, each exec's argument pages are
   // adds without a lock (fs/exec.c acct_arg_size()), flagged with the
-  // neighbours they may have upset: ~1 in 80 updates under preempt=full.
+  // neighbours they may have upset: itself, and the next update of the
+  // counter on every other CPU (the exec'ing task is the new mm's only
+  // one) — ~1 in 40 updates under preempt=full with 4 CPUs.
   const uint64_t unlocked = reconstructor_->stats().unlocked;
-  EXPECT_LE(flagged * 100, updates + 300 * unlocked)
-      << "at most 1% flagged, and 3 per add without a lock";
+  const uint64_t cpus = capture_->possible_cpus();
+  EXPECT_LE(flagged * 100, updates + 100 * unlocked * cpus)
+      << "at most 1% flagged, and per add without a lock itself and one "
+         "update on each other CPU";
   // Addresses came back for new mms, each with its own generation: no
   // update or life event reached a key that was not its address's live mm.
   size_t reused = 0;
