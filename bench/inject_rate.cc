@@ -49,7 +49,9 @@ daemon_maps() {
     bpf_prog_info info{};
     uint32_t len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-        std::strcmp(info.name, "on_rss_stat") == 0) {
+        // on_rss_stat, or before 6.2 on_rss_stat_atomic (kernel names keep
+        // 15 characters): one of the two per rssauditd.
+        std::strncmp(info.name, "on_rss_stat", 11) == 0) {
       ++programs;
       maps = rssaudit::bench::maps_of_program(fd);
     }

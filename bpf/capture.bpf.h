@@ -74,9 +74,6 @@ RSSAUDIT_SHARED const volatile __u32 self_tgid RSSAUDIT_ZERO;   /* auditor */
 RSSAUDIT_SHARED const volatile __u32 target_tgid RSSAUDIT_ZERO; /* 0 = all */
 /* Slots of each CPU's stream: a power of two. */
 RSSAUDIT_SHARED const volatile __u32 slots_per_cpu RSSAUDIT_ZERO;
-/* The kernel has bpf_preempt_disable() (Linux 6.10, fc7566ad0a82): an
- * fentry program holds preemption with it while it owns its CPU's stream. */
-RSSAUDIT_SHARED const volatile __u32 has_preempt_kfuncs RSSAUDIT_ZERO;
 /* Offsets in the kernel's per-CPU section (.data..percpu, from its BTF)
  * of this CPU's preemption count, current task and runqueue; 0: unknown
  * (rss_stat.bpf.c learn_preempt_count()). */
@@ -94,6 +91,34 @@ RSSAUDIT_SHARED __u32 loss_pending RSSAUDIT_ZERO;
 /* Counts exit_mmap calls: an mm address seen before one may be another mm
  * after it (see needs_time() in rss_stat.bpf.c). */
 RSSAUDIT_SHARED __u64 mm_epoch RSSAUDIT_ZERO;
+
+/* The kfuncs: these programs are built twice (bpf/CMakeLists.txt), with
+ * RSSAUDIT_KFUNCS for kernels whose BTF has bpf_rdonly_cast() (6.2,
+ * fd264ca02094) and bpf_preempt_disable() (6.10, fc7566ad0a82), and
+ * without for the rest. A kfunc the kernel lacks, even a weak one, makes
+ * libbpf search the modules' BTF, which takes CAP_SYS_ADMIN: the service
+ * has not got it, so an object must not name a kfunc its kernel lacks. */
+#ifdef RSSAUDIT_KFUNCS
+extern void* bpf_rdonly_cast(const void* obj, __u32 btf_id) __ksym;
+extern void bpf_preempt_disable(void) __ksym;
+extern void bpf_preempt_enable(void) __ksym;
+#endif
+
+/* An fentry program runs preemptible (migration disabled only): preempted
+ * while it owns its CPU's stream, it would make every other program on
+ * that CPU drop its record meanwhile. It holds preemption where the kernel
+ * lets a program do so; elsewhere those drops stay counted
+ * (BpfCapture::limits()). */
+static __always_inline void hold_preemption(void) {
+#ifdef RSSAUDIT_KFUNCS
+  bpf_preempt_disable();
+#endif
+}
+static __always_inline void release_preemption(void) {
+#ifdef RSSAUDIT_KFUNCS
+  bpf_preempt_enable();
+#endif
+}
 
 static __always_inline void count_drop(void) {
   __u32 zero = 0;

@@ -14,6 +14,12 @@ enum rss_event_kind {
   RSS_EV_EXEC = 3,      /* sched_process_exec: mm = new mm, aux = 0 */
   RSS_EV_EXIT = 4,      /* sched_process_exit, before the mm is released */
   RSS_EV_EXIT_MMAP = 5, /* exit_mmap: the mm's pages are gone */
+  /* Before Linux 6.2: sync_mm_rss() is about to fold the current task's
+   * cache into the mm's atomics. Four records, members 0 to 3 in order
+   * (aux = the cached pages of `member`, 0: nothing to fold; slot = the
+   * task's rss_stat.events); the fold of each non-zero one, an UPDATE
+   * record (RSS_EVF_ATOMIC), follows from the same task. */
+  RSS_EV_CACHE_SYNC = 6,
 };
 
 /* rss_event.flags */
@@ -32,6 +38,14 @@ enum {
    * the daemon knew of every mm's slots is void from here. Always 0 in
    * recordings made before this bit existed, which had no way to say. */
   RSS_EVF_AFTER_LOSS = 1 << 4,
+  /* UPDATE, before Linux 6.2: add_mm_counter_fast() added to the owner's
+   * per-task cache, which no reader sees (aux = the mm's atomic, unchanged;
+   * slot = the delta). */
+  RSS_EVF_CACHED = 1 << 5,
+  /* UPDATE, before Linux 6.2: an add to the mm's atomic (aux = its value
+   * after the add; slot = how far it moved from the add to this record's
+   * sequence number, 0 when no other add came between). */
+  RSS_EVF_ATOMIC = 1 << 6,
 };
 
 struct rss_event {

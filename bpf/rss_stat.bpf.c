@@ -1,7 +1,7 @@
 /* tp_btf/rss_stat: one record per mm->rss_stat[member] update, with the
  * counter's `count` and this CPU's slot as they are right after the add. The
  * daemon recovers each update's exact delta from the slots (docs/kernel.md). */
-#include "capture.bpf.h"
+#include "cpu_state.bpf.h"
 
 /* A one-element per-CPU array whose element addresses reveal the per-CPU
  * offset of each CPU (see slot_offset()). */
@@ -11,38 +11,6 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } pcpu_probe SEC(".maps");
-
-struct cpu_state {
-  __u64 offset;  /* __per_cpu_offset[this CPU] */
-  __u64 scratch; /* launders pointers into plain numbers */
-  __u64 ready;
-  /* The mm of this CPU's latest record, mm_epoch then, and the `count` of
-   * each member its records last showed (see needs_time()). */
-  __u64 seen_mm;
-  __u64 seen_epoch;
-  __s64 seen_count[4];
-  /* The task (as a number) whose page fault started last on this CPU,
-   * and its min_flt + maj_flt then (see in_page_fault()). */
-  __u64 fault_task;
-  __u64 fault_total;
-  /* This CPU's preemption count, or 0: unknown (learn_preempt_count()). */
-  __u64 preempt_at;
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct cpu_state);
-} cpu_states SEC(".maps");
-
-/* A number the verifier treats as a scalar: the store into a map value and
- * the load back (volatile, so clang keeps both) drop the pointer type, which
- * forbids arithmetic. Needs CAP_BPF+CAP_PERFMON (pointer leaks allowed). */
-static __always_inline __u64 launder(struct cpu_state* cs, const void* p) {
-  *(volatile __u64*)&cs->scratch = (__u64)p;
-  return *(volatile __u64*)&cs->scratch;
-}
 
 /* Where this CPU's preemption count is, so that a record can tell whether
  * a lock held preemption off from the add to it (bpf/rss_event.h). A typed
@@ -117,26 +85,19 @@ static __always_inline struct percpu_counter* rss_counter(struct mm_struct* mm,
   return 0;
 }
 
-/* The mm is being filled by its creator: fork's copy runs before the child
- * leaves TASK_NEW; exec fills the new mm (owned by current) before switching
- * to it. The old mm an exec tears down is also owned by current but has no
- * user left. Needs mm->owner (CONFIG_MEMCG); without it no mm is new. */
-static __always_inline bool mm_creating(struct mm_struct* mm,
-                                        struct task_struct* cur) {
-  if (!bpf_core_field_exists(mm->owner)) return false;
-  struct task_struct* owner = mm->owner;
-  if (!owner || mm->mm_users.counter <= 0) return false;
-  return owner == cur || (owner->__state & TASK_NEW);
-}
-
-extern void* bpf_rdonly_cast(const void* obj, __u32 btf_id) __ksym;
-
-/* This CPU's slot of `pc`: a plain load with an exception-table fixup,
- * measured ~1 ns here where bpf_probe_read_kernel() costs ~35. */
+/* This CPU's slot of `pc`: with bpf_rdonly_cast() a plain load with an
+ * exception-table fixup, measured ~1 ns here where bpf_probe_read_kernel()
+ * costs ~35 (the build for kernels without the kfuncs, capture.bpf.h). */
 static __always_inline __s32 read_s32(__u64 address) {
+#ifdef RSSAUDIT_KFUNCS
   struct refcount_struct* v = bpf_rdonly_cast(
       (void*)address, bpf_core_type_id_kernel(struct refcount_struct));
   return v->refs.counter;
+#else
+  __s32 v = 0;
+  bpf_probe_read_kernel(&v, sizeof(v), (const void*)address);
+  return v;
+#endif
 }
 
 static __always_inline __s32 read_slot(struct percpu_counter* pc,
@@ -150,36 +111,6 @@ static __always_inline __u8 preempt_depth(struct cpu_state* cs) {
   if (!cs->preempt_at) return 0;
   __u32 depth = read_s32(cs->preempt_at) & 0xff;
   return RSS_PREEMPT_KNOWN | (depth > 0x7f ? 0x7f : depth);
-}
-
-/* The task's faults so far, counting a user fault in progress: the kernel
- * accounts a fault in min_flt/maj_flt only after handling it. Cumulative, so
- * no per-task state is kept here; the daemon takes differences. */
-static __always_inline __u16 faults_so_far(struct task_struct* cur,
-                                           bool in_fault) {
-  return (__u16)(cur->min_flt + cur->maj_flt + in_fault);
-}
-
-/* Whether `cur` is inside a page fault, i.e. in handle_mm_fault(), which
- * before 6.2 ran check_sync_rss_stat() and cached the fault's updates in
- * the task (docs/counters.md). No task field tells it on every kernel:
- * in_user_fault (user faults only) is there with CONFIG_MEMCG_V1 (6.18
- * here, not Debian's 6.12), in_lru_fault (any fault, unless the vma is
- * VM_SEQ_READ/VM_RAND_READ) with CONFIG_LRU_GEN (6.12, not 6.18 here). So
- * the page-fault exception marks its CPU (on_page_fault()): the mark holds
- * while this task's fault total has not moved, i.e. until
- * mm_account_fault() counts the fault. The fields cover a fault that
- * slept and resumed on another CPU. */
-static __always_inline bool in_page_fault(struct cpu_state* cs,
-                                          struct task_struct* cur) {
-  if (cs->fault_task && cs->fault_task == launder(cs, cur) &&
-      cs->fault_total == cur->min_flt + cur->maj_flt)
-    return true;
-  if (bpf_core_field_exists(cur->in_user_fault) &&
-      BPF_CORE_READ_BITFIELD(cur, in_user_fault))
-    return true;
-  return bpf_core_field_exists(cur->in_lru_fault) &&
-         BPF_CORE_READ_BITFIELD(cur, in_lru_fault);
 }
 
 /* Whether the update must carry its time. The daemon orders two updates by
@@ -211,8 +142,9 @@ static __always_inline void note_seen(struct cpu_state* cs, bool noted,
 
 SEC("tp_btf/rss_stat")
 int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
-  /* Before f1a7941243c1 the counters are plain atomics: user space refuses
-   * such a kernel, and this keeps the program from mis-reading one. */
+  /* Before f1a7941243c1 the counters are plain atomics, which user space
+   * audits with task_cache.bpf.c; this keeps the program from mis-reading
+   * one. */
   if (bpf_core_field_exists(((struct mm_struct___pre62*)0)->rss_stat.count))
     return 0;
   struct percpu_counter* pc = rss_counter(mm, member);
@@ -277,34 +209,4 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   note_seen(cs, noted, (__u64)mm, epoch, member, after);
   stream_publish(&claim);
   return 0;
-}
-
-/* The start of a page fault on a user address (x86's exception
- * tracepoints, before handle_mm_fault()): marks this CPU's task as in it
- * (in_page_fault()). A get_user_pages() fault raises no exception and is
- * told by in_lru_fault alone; a failed fault leaves its mark until the
- * task's next one. */
-static __always_inline int on_page_fault(unsigned long address) {
-  if ((long)address < 0) return 0; /* a kernel address: no task's RSS */
-  __u32 zero = 0;
-  struct cpu_state* cs = bpf_map_lookup_elem(&cpu_states, &zero);
-  if (!cs) return 0;
-  struct task_struct* cur = bpf_get_current_task_btf();
-  cs->fault_task = launder(cs, cur);
-  cs->fault_total = cur->min_flt + cur->maj_flt;
-  return 0;
-}
-
-SEC("tp_btf/page_fault_user")
-int BPF_PROG(on_page_fault_user, unsigned long address, struct pt_regs* regs,
-             unsigned long error_code) {
-  return on_page_fault(address);
-}
-
-/* A fault the kernel takes on user memory: copy_to_user into a fresh
- * buffer, fork's set_child_tid write. */
-SEC("tp_btf/page_fault_kernel")
-int BPF_PROG(on_page_fault_kernel, unsigned long address, struct pt_regs* regs,
-             unsigned long error_code) {
-  return on_page_fault(address);
 }

@@ -87,26 +87,28 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* task, bool group_dead) {
   return task_exit(task, group_dead);
 }
 
-extern void bpf_preempt_disable(void) __weak __ksym;
-extern void bpf_preempt_enable(void) __weak __ksym;
-
 /* Where it passes the task alone (6.12, 6.1), sched_process_exit fires
  * after exit_mm(), when task->mm is NULL. do_exit() has called
  * taskstats_exit(tsk, group_dead) just before exit_mm() since 115085ea0794
  * (2006), so the exit is taken there, by fentry; a kernel built without
- * CONFIG_TASKSTATS has no such function to trace.
- * Unlike a tracepoint's, an fentry program runs preemptible (migration
- * disabled only): preempted while it owns its CPU's stream, it would make
- * every other program on that CPU drop its record meanwhile. Preemption is
- * held where the kernel lets a program do so; elsewhere those drops stay
- * counted (BpfCapture::limits()). A frozen .rodata flag: the verifier
- * prunes the calls where the kfuncs are absent. */
+ * CONFIG_TASKSTATS has no such function to trace. */
 SEC("fentry/taskstats_exit")
 int BPF_PROG(on_taskstats_exit, struct task_struct* task, int group_dead) {
-  if (has_preempt_kfuncs) bpf_preempt_disable();
+  hold_preemption();
   int ret = task_exit(task, group_dead != 0);
-  if (has_preempt_kfuncs) bpf_preempt_enable();
+  release_preemption();
   return ret;
+}
+
+/* The same where no kfunc holds preemption (before 6.10): a kprobe runs
+ * with preemption off. Preempted, an fentry program would make the exits
+ * of other tasks on its CPU go unseen (the trampoline skips a program
+ * while another run of it is in progress there). do_exit() passes the
+ * exiting task itself, current. */
+SEC("kprobe/taskstats_exit")
+int on_taskstats_exit_kprobe(struct pt_regs* ctx) {
+  const int group_dead = (int)ctx->si; /* x86-64: the second argument */
+  return task_exit(bpf_get_current_task_btf(), group_dead != 0);
 }
 
 /* Fires after the teardown's counter updates: no update of this mm follows,

@@ -58,14 +58,23 @@ struct mm_struct {
 } __attribute__((preserve_access_index));
 
 /* Layout before f1a7941243c1 ("mm: convert mm's rss stats into
- * percpu_counter", Linux 6.2): one atomic per member, no per-CPU slots.
- * Only used to detect such a kernel; rssaudit does not model it. */
+ * percpu_counter", Linux 6.2): one atomic per member, no per-CPU slots,
+ * and each task's cache of its own mm's updates (SPLIT_RSS_COUNTING). */
 struct mm_rss_stat {
   atomic_long_t count[4];
 } __attribute__((preserve_access_index));
 
 struct mm_struct___pre62 {
   struct mm_rss_stat rss_stat;
+} __attribute__((preserve_access_index));
+
+struct task_rss_stat {
+  int events; /* faults since the last sync */
+  int count[4];
+} __attribute__((preserve_access_index));
+
+struct task_struct___pre62 {
+  struct task_rss_stat rss_stat;
 } __attribute__((preserve_access_index));
 
 /* kernel/sched/sched.h: the runqueue a CFS runqueue belongs to
@@ -100,7 +109,12 @@ struct refcount_struct {
 } __attribute__((preserve_access_index));
 
 struct linux_binprm;
-struct pt_regs;
+/* arch/x86/include/asm/ptrace.h: the registers a kprobe program reads its
+ * function's arguments from (x86-64: di, si, dx, ...). */
+struct pt_regs {
+  unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si,
+      di, orig_ax, ip, cs, flags, sp, ss;
+} __attribute__((preserve_access_index));
 
 /* kernel/bpf/arraymap.c: a per-CPU array stores one per-CPU pointer per
  * element right after the struct (the `pptrs` flexible array). Only the

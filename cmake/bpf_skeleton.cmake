@@ -1,6 +1,7 @@
-# rssaudit_bpf_skeleton(NAME prog...): compiles <prog>.bpf.c of the calling
-# folder each, links them with `bpftool gen object` into NAME.linked.bpf.o
-# and generates NAME.skel.h (skeleton name NAME_bpf); the INTERFACE library
+# rssaudit_bpf_skeleton(NAME [DEFINES macro...] PROGRAMS prog...): compiles
+# <prog>.bpf.c of the calling folder each (with -Dmacro for each of
+# DEFINES), links them with `bpftool gen object` into NAME.linked.bpf.o and
+# generates NAME.skel.h (skeleton name NAME_bpf); the INTERFACE library
 # NAME_bpf puts the skeleton on a consumer's include path.
 find_program(RSSAUDIT_BPF_CLANG NAMES clang clang-14)
 find_program(RSSAUDIT_BPFTOOL NAMES bpftool PATHS /usr/sbin /sbin)
@@ -23,16 +24,23 @@ else()
 endif()
 
 function(rssaudit_bpf_skeleton name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "DEFINES;PROGRAMS")
   # Every program may include bpf/'s headers and its own folder's.
   file(GLOB headers ${PROJECT_SOURCE_DIR}/bpf/*.h
        ${CMAKE_CURRENT_SOURCE_DIR}/*.h)
+  set(defines)
+  foreach(d ${arg_DEFINES})
+    list(APPEND defines -D${d})
+  endforeach()
   set(objects)
-  foreach(prog ${ARGN})
-    set(obj ${CMAKE_CURRENT_BINARY_DIR}/${prog}.bpf.o)
+  foreach(prog ${arg_PROGRAMS})
+    # Per skeleton: two builds of one program differ by their defines.
+    set(obj ${CMAKE_CURRENT_BINARY_DIR}/${name}/${prog}.bpf.o)
     add_custom_command(
       OUTPUT ${obj}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/${name}
       COMMAND ${RSSAUDIT_BPF_CLANG} -g -O2 -target bpf
-              -D__TARGET_ARCH_${RSSAUDIT_BPF_ARCH} -Wall -Werror
+              -D__TARGET_ARCH_${RSSAUDIT_BPF_ARCH} ${defines} -Wall -Werror
               -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}
               -c ${CMAKE_CURRENT_SOURCE_DIR}/${prog}.bpf.c -o ${obj}
       DEPENDS ${prog}.bpf.c ${headers}

@@ -35,6 +35,7 @@ set(folders os core core/schemes core/procfs core/formats core/sim bpf
     sampler capture store daemon cli bench/bpf bench)
 # Generated headers with no folder, and who may include them.
 set(generated_rssaudit.skel.h capture)
+set(generated_rssaudit_kfuncs.skel.h capture)
 set(generated_stream_inject.skel.h bench)
 set(generated_tp_floor.skel.h bench)
 
