@@ -6,13 +6,12 @@
 namespace rssaudit {
 
 void rank_by_error(std::vector<MmSummary>& mms) {
-  constexpr size_t kUpstream = 0;  // the kernel's own scheme
-  static_assert(SchemeSet::kNames[kUpstream] == UpstreamPercpu::kName);
   auto key = [](const MmSummary& m) {
     const int64_t d = m.drift() < 0 ? -m.drift() : m.drift();
     const int64_t now = m.alive && m.drift_known() ? d : 0;
-    return std::tuple(std::max(m.largest_error[kUpstream], now), m.peak_rss,
-                      m.updates);
+    return std::tuple(
+        std::max(m.largest_error[kernel_scheme(m.task_cache)], now), m.peak_rss,
+        m.updates);
   };
   std::sort(
       mms.begin(), mms.end(),
@@ -52,6 +51,7 @@ void AuditPipeline::on_update(const MmKey& key, const Update& u,
   if (!mm) return;  // the reconstructor always announces an mm first
   MmSummary& s = mm->summary;
   ++s.updates;
+  s.task_cache |= info.task_cache;
   if (!s.tgid && u.by_owner()) s.tgid = info.tgid;
   mm->kernel_count[u.member] = info.kernel_count;
   mm->kernel_count_known[u.member] = true;
@@ -73,12 +73,42 @@ void AuditPipeline::on_update(const MmKey& key, const Update& u,
     ++s.flagged;
     return;
   }
-  const bool match = mm->audit.schemes().get<UpstreamPercpu>().approximate(
-                         u.member) == info.kernel_count;
+  // Before 6.2 a cached update leaves the atomic as it was: the model is
+  // checked where the atomic moves (an add, a fold).
+  if (info.task_cache && u.in_fault()) {
+    ++s.cached;
+    return;
+  }
+  check_fidelity(*mm, u.member, info);
+}
+
+void AuditPipeline::check_fidelity(LiveMm& mm, int member,
+                                   const UpdateInfo& info) {
+  // The model of the kernel's own scheme must hold the kernel's count.
+  const SchemeSet& models = mm.audit.schemes();
+  const int64_t modelled =
+      info.task_cache ? models.get<PerTaskCache>().approximate(member)
+                      : models.get<UpstreamPercpu>().approximate(member);
+  const bool match = modelled == info.kernel_count;
+  MmSummary& s = mm.summary;
   ++s.fidelity_checked;
   ++fidelity_checked_;
   s.fidelity_matched += match;
   fidelity_matched_ += match;
+}
+
+void AuditPipeline::on_cache_fold(const MmKey& key, const LifeEvent& sync,
+                                  const UpdateInfo& info) {
+  LiveMm* mm = find(key);
+  if (!mm) return;
+  const auto member = static_cast<int>(sync.count);
+  mm->audit.on_event(sync);
+  mm->kernel_count[member] = info.kernel_count;
+  mm->kernel_count_known[member] = true;
+  if (mm->model_synced && info.fidelity == Fidelity::kExact) {
+    ++mm->summary.folds;
+    check_fidelity(*mm, member, info);
+  }
 }
 
 void AuditPipeline::on_life(const MmKey& key, const LifeEvent& e) {

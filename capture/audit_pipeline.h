@@ -1,6 +1,7 @@
 // The per-mm audit of the reconstructed update stream: every mm's exact
-// value, true peak and scheme models, and the fidelity of the upstream model
-// against the kernel's own `count`. Live capture and replay both feed it.
+// value, true peak and scheme models, and the fidelity of the model of the
+// kernel's own scheme (upstream, or per_task before 6.2) against its
+// count. Live capture and replay both feed it.
 #pragma once
 
 #include <array>
@@ -28,14 +29,25 @@ struct MmSummary {
   // from /proc since the capture started or since its last loss.
   bool absolute = false;
   bool alive = true;
+  // Counted by a kernel before 6.2 (atomics + per-task caches): every
+  // reader, /proc/PID/status included, sees the atomics, so no /proc value
+  // is precise; the exact stream and a page-table walk are.
+  bool task_cache = false;
   uint64_t updates = 0;
   // Ambiguous, inconsistent or without baseline: the delta is not exact,
   // or the member's absolute value was unknown at the update.
   uint64_t flagged = 0;
-  // Events at which the upstream model's count was compared with the
-  // kernel's, and how many matched (model fidelity).
+  // Events at which the model of the kernel's own scheme (upstream; before
+  // 6.2 per_task) was compared with the kernel's count, and how many
+  // matched (model fidelity).
   uint64_t fidelity_checked = 0;
   uint64_t fidelity_matched = 0;
+  // Before 6.2, of the exact updates of an mm seen from creation: those a
+  // task cached, which leave the atomic as it was, and the folds of the
+  // caches into it, where the model is checked instead. So there
+  // fidelity_checked = updates - flagged - cached + folds.
+  uint64_t cached = 0;
+  uint64_t folds = 0;
   int64_t exact_rss = 0;   // pages, the sum of the stream (+ baseline)
   int64_t kernel_rss = 0;  // pages, the kernel's approximate count (members
                            // file + anon + shmem) at its last update
@@ -64,10 +76,10 @@ inline std::string known_text(std::optional<int64_t> v) {
 }
 
 // Orders mms by how far the kernel's RSS was off, largest first: the
-// upstream scheme's largest error over the audited life (the kernel's own
-// counting), or the drift now if larger and known; then by true peak, then
-// activity. An ended mm's drift is left out: it is what its counter held at
-// teardown, which nothing reads.
+// largest error of the kernel's own scheme (upstream, or per_task before
+// 6.2) over the audited life, or the drift now if larger and known; then
+// by true peak, then activity. An ended mm's drift is left out: it is what its
+// counter held at teardown, which nothing reads.
 void rank_by_error(std::vector<MmSummary>& mms);
 
 class AuditPipeline : public ReconstructorSink {
@@ -102,6 +114,8 @@ class AuditPipeline : public ReconstructorSink {
   void on_update(const MmKey& mm, const Update& u,
                  const UpdateInfo& info) override;
   void on_life(const MmKey& mm, const LifeEvent& e) override;
+  void on_cache_fold(const MmKey& mm, const LifeEvent& sync,
+                     const UpdateInfo& info) override;
   void on_mm_destroyed(const MmKey& mm) override;
   void on_baseline(const MmKey& mm, int member,
                    std::optional<int64_t> pages) override;
@@ -131,6 +145,9 @@ class AuditPipeline : public ReconstructorSink {
  private:
   LiveMm* find(const MmKey& key);
   static void refresh(LiveMm& mm);
+  // Whether the model of the kernel's own scheme (upstream; per_task
+  // before 6.2) holds the kernel's count of `member` after an update.
+  void check_fidelity(LiveMm& mm, int member, const UpdateInfo& info);
 
   Topology topology_;
   size_t finished_kept_;

@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "capture/preemption_model.h"
 #include "rssaudit.skel.h"
+#include "rssaudit_kfuncs.skel.h"
 
 namespace rssaudit {
 namespace {
@@ -132,6 +134,15 @@ bool has_percpu_rss(const btf* b) {
   return btf_is_struct(elem) && std::strcmp(elem_name, "percpu_counter") == 0;
 }
 
+// Before 6.2 the updates that fire no tracepoint are taken at the entry of
+// add_mm_counter_fast() and sync_mm_rss() (bpf/task_cache.bpf.c): both
+// out of line, with BTF, and the tracepoint passes `count` (mm, member,
+// count). A kernel that inlined either would hide its updates.
+bool has_task_cache_hooks(const btf* b) {
+  return btf__find_by_name_kind(b, "add_mm_counter_fast", BTF_KIND_FUNC) >= 0 &&
+         btf__find_by_name_kind(b, "sync_mm_rss", BTF_KIND_FUNC) >= 0;
+}
+
 // The per-CPU variables' offsets, from the BTF's DATASEC of the per-CPU
 // section. Linux 6.15 split x86's struct pcpu_hot into plain variables.
 PercpuLayout percpu_layout_of(const btf* b) {
@@ -175,13 +186,22 @@ int tracepoint_params(const btf* b, const char* name) {
 
 // Where the exit record is taken (bpf/task_life.bpf.c): sched_process_exit
 // where it passes group_dead (context, task, group_dead), else the entry of
-// taskstats_exit(), which passes it; else nowhere.
-ExitHook exit_hook_of(const btf* b) {
+// taskstats_exit(), which passes it: by fentry where a kfunc holds
+// preemption in it, else by kprobe (preemption off) where the kernel has
+// kprobes, else by fentry, preemptible; else nowhere.
+ExitHook exit_hook_of(const btf* b, bool preempt_kfuncs, bool kprobes) {
   if (tracepoint_params(b, "sched_process_exit") >= 3)
     return ExitHook::kSchedProcessExit;
-  if (btf__find_by_name_kind(b, "taskstats_exit", BTF_KIND_FUNC) >= 0)
-    return ExitHook::kTaskstatsExit;
-  return ExitHook::kNone;
+  if (btf__find_by_name_kind(b, "taskstats_exit", BTF_KIND_FUNC) < 0)
+    return ExitHook::kNone;
+  return !preempt_kfuncs && kprobes ? ExitHook::kKprobeTaskstatsExit
+                                    : ExitHook::kTaskstatsExit;
+}
+
+// The kprobe PMU (CONFIG_KPROBE_EVENTS, Linux 4.17+), which libbpf attaches
+// kprobes through.
+bool has_kprobes() {
+  return access("/sys/bus/event_source/devices/kprobe/type", R_OK) == 0;
 }
 
 // A verifier rejection (EACCES, EINVAL) is a bug of ours, not a missing
@@ -199,6 +219,8 @@ const char* exit_hook_name(ExitHook h) {
       return "tp_btf/sched_process_exit";
     case ExitHook::kTaskstatsExit:
       return "fentry/taskstats_exit";
+    case ExitHook::kKprobeTaskstatsExit:
+      return "kprobe/taskstats_exit";
     case ExitHook::kNone:
       break;
   }
@@ -219,7 +241,9 @@ CaptureSupport probe_capture_support() {
   s.btf = b != nullptr;
   if (b) {
     s.percpu_rss = has_percpu_rss(b);
-    s.exit_hook = exit_hook_of(b);
+    s.task_cache_hooks = !s.percpu_rss && has_task_cache_hooks(b) &&
+                         tracepoint_params(b, "rss_stat") == 4;
+    s.kprobes = has_kprobes();
     // The user fault's hook costs ~50 ns per fault here (bench/README.md):
     // only where no task bit tells a user fault already.
     const int task = btf__find_by_name_kind(b, "task_struct", BTF_KIND_STRUCT);
@@ -231,6 +255,9 @@ CaptureSupport probe_capture_support() {
     s.preempt_kfuncs =
         btf__find_by_name_kind(b, "bpf_preempt_disable", BTF_KIND_FUNC) >= 0 &&
         btf__find_by_name_kind(b, "bpf_preempt_enable", BTF_KIND_FUNC) >= 0;
+    s.kfuncs = s.preempt_kfuncs &&
+               btf__find_by_name_kind(b, "bpf_rdonly_cast", BTF_KIND_FUNC) >= 0;
+    s.exit_hook = exit_hook_of(b, s.preempt_kfuncs, s.kprobes);
     s.percpu = percpu_layout_of(b);
     s.preemption = read_preemption_model();
     s.tracepoints = true;
@@ -252,40 +279,108 @@ CaptureSupport probe_capture_support() {
   if (!s.btf)
     s.missing +=
         "no kernel BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF); ";
-  else if (!s.percpu_rss)
+  else if (!s.percpu_rss && !s.task_cache_hooks)
     s.missing +=
-        "mm->rss_stat is not a percpu_counter array: the kernel predates "
-        "Linux 6.2 (f1a7941243c1), whose counters rssaudit audits; ";
+        "mm->rss_stat is not a percpu_counter array (the kernel predates "
+        "Linux 6.2, f1a7941243c1) and the kernel BTF lacks "
+        "add_mm_counter_fast() or sync_mm_rss() as functions, or an "
+        "rss_stat tracepoint passing `count`: the updates cached per task "
+        "cannot be seen; ";
   if (!s.missing.empty()) s.missing.resize(s.missing.size() - 2);
   return s;
 }
 
-int BpfCapture::load(const CaptureOptions& options) {
-  skel_ = rssaudit_bpf__open();
-  if (!skel_) return -errno;
-  skel_->rodata->self_tgid =
+// The two builds of the programs (bpf/CMakeLists.txt) share the names of
+// their maps, programs and settings: one template opens either.
+template <class Skel, Skel* (*Open)(), void (*Destroy)(Skel*)>
+int BpfCapture::load_build(const CaptureOptions& options) {
+  Skel* skel = Open();
+  if (!skel) return -errno;
+  skel_ = skel;
+  destroy_skel_ = [](void* p) { Destroy(static_cast<Skel*>(p)); };
+  skeleton_ = skel->skeleton;
+  obj_ = skel->obj;
+  slots_map_ = skel->maps.slots;
+  positions_map_ = skel->maps.positions;
+  exited_map_ = skel->maps.exited;
+  drops_map_ = skel->maps.drops;
+  update_programs_ = {skel->progs.on_rss_stat, skel->progs.on_rss_stat_atomic,
+                      skel->progs.on_add_mm_counter_fast};
+  skel->rodata->self_tgid =
       options.self_tgid ? options.self_tgid : static_cast<uint32_t>(getpid());
-  skel_->rodata->target_tgid = options.target_tgid;
+  skel->rodata->target_tgid = options.target_tgid;
   slots_per_cpu_ = slots_per_cpu_for(options.stream_bytes, possible_cpus_);
-  skel_->rodata->slots_per_cpu = slots_per_cpu_;
-  skel_->rodata->has_preempt_kfuncs = support_.preempt_kfuncs;
-  skel_->rodata->pcpu_preempt_count = support_.percpu.preempt_count;
-  skel_->rodata->pcpu_current_task = support_.percpu.current_task;
-  skel_->rodata->pcpu_runqueues = support_.percpu.runqueues;
-  if (int err = bpf_map__set_max_entries(skel_->maps.slots,
+  skel->rodata->slots_per_cpu = slots_per_cpu_;
+  skel->rodata->pcpu_preempt_count = support_.percpu.preempt_count;
+  skel->rodata->pcpu_current_task = support_.percpu.current_task;
+  skel->rodata->pcpu_runqueues = support_.percpu.runqueues;
+  if (int err = bpf_map__set_max_entries(skel->maps.slots,
                                          possible_cpus_ * slots_per_cpu_))
     return err;
-  if (int err = bpf_map__set_max_entries(skel_->maps.positions, possible_cpus_))
+  if (int err = bpf_map__set_max_entries(skel->maps.positions, possible_cpus_))
     return err;
-  bpf_program__set_autoload(skel_->progs.on_sched_process_exit,
+  // One scheme's programs (bpf/rss_stat.bpf.c or bpf/task_cache.bpf.c).
+  const bool task_cache = !support_.percpu_rss;
+  bpf_program__set_autoload(skel->progs.on_rss_stat, !task_cache);
+  bpf_program__set_autoload(skel->progs.on_rss_stat_atomic, task_cache);
+  bpf_program__set_autoload(skel->progs.on_add_mm_counter_fast, task_cache);
+  // Preemptible hooks: by kprobe where the kernel has kprobes (see
+  // bpf/task_cache.bpf.c announce_sync()).
+  bpf_program__set_autoload(skel->progs.on_sync_mm_rss_kprobe,
+                            task_cache && support_.kprobes);
+  bpf_program__set_autoload(skel->progs.on_sync_mm_rss,
+                            task_cache && !support_.kprobes);
+  bpf_program__set_autoload(skel->progs.on_sched_process_exit,
                             exit_hook_ == ExitHook::kSchedProcessExit);
-  bpf_program__set_autoload(skel_->progs.on_taskstats_exit,
+  bpf_program__set_autoload(skel->progs.on_taskstats_exit,
                             exit_hook_ == ExitHook::kTaskstatsExit);
-  bpf_program__set_autoload(skel_->progs.on_page_fault_user,
-                            support_.user_fault_hook);
-  bpf_program__set_autoload(skel_->progs.on_page_fault_kernel,
-                            support_.kernel_fault_hook);
-  return rssaudit_bpf__load(skel_);
+  bpf_program__set_autoload(skel->progs.on_taskstats_exit_kprobe,
+                            exit_hook_ == ExitHook::kKprobeTaskstatsExit);
+  // Before 6.2 the kernel itself says which updates its fault path cached.
+  bpf_program__set_autoload(skel->progs.on_page_fault_user,
+                            !task_cache && support_.user_fault_hook);
+  bpf_program__set_autoload(skel->progs.on_page_fault_kernel,
+                            !task_cache && support_.kernel_fault_hook);
+  return bpf_object__load_skeleton(skeleton_);
+}
+
+int BpfCapture::load(const CaptureOptions& options) {
+  if (support_.kfuncs)
+    return load_build<rssaudit_kfuncs_bpf, rssaudit_kfuncs_bpf__open,
+                      rssaudit_kfuncs_bpf__destroy>(options);
+  return load_build<rssaudit_bpf, rssaudit_bpf__open, rssaudit_bpf__destroy>(
+      options);
+}
+
+void BpfCapture::unload() {
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  links_.clear();
+  if (skel_) destroy_skel_(skel_);
+  skel_ = nullptr;
+  skeleton_ = nullptr;
+}
+
+// Programs attach one at a time (seconds apart in a TCG guest). An mm is
+// taken to start from zero when a record shows its creation (a fork's or
+// an exec's counter update, a new task without CLONE_VM, an exec): the
+// programs that see one attach last, so that from a creation on every other
+// program already records (before 6.2 a task's cached updates; exits).
+int BpfCapture::attach() {
+  const auto sees_creation = [](const bpf_program* p) {
+    const std::string_view name = bpf_program__name(p);
+    return name == "on_rss_stat" || name == "on_rss_stat_atomic" ||
+           name == "on_task_newtask" || name == "on_sched_process_exec";
+  };
+  for (const bool creation : {false, true}) {
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, obj_) {
+      if (!bpf_program__autoload(p) || sees_creation(p) != creation) continue;
+      bpf_link* link = bpf_program__attach(p);
+      if (!link) return -errno;
+      links_.push_back(link);
+    }
+  }
+  return 0;
 }
 
 Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
@@ -312,62 +407,43 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
   c->possible_cpus_ = static_cast<uint32_t>(cpus);
   c->drop_values_.resize(c->possible_cpus_);
 
-  // An fentry program may still fail to load (no BTF for the function's
-  // module, no trampolines on this machine): the capture then runs without
-  // exit records and says so (exit_hook() is kNone).
+  // An fentry or kprobe program may still fail to load (no BTF for the
+  // function's module, no trampolines on this machine): the capture then
+  // runs without exit records and says so (exit_hook() is kNone).
   c->exit_hook_ = support.exit_hook;
   c->support_ = support;
   int err = c->load(options);
   std::string why_none = "the kernel offers no hook before exit_mm()";
-  if (err && c->exit_hook_ == ExitHook::kTaskstatsExit) {
-    why_none = fmt::format("fentry/taskstats_exit did not load ({})",
-                           std::strerror(-err));
+  if (err && c->exit_hook_ != ExitHook::kSchedProcessExit &&
+      c->exit_hook_ != ExitHook::kNone) {
+    why_none = fmt::format("{} did not load ({})",
+                           exit_hook_name(c->exit_hook_), std::strerror(-err));
     log.clear();
-    rssaudit_bpf__destroy(c->skel_);
-    c->skel_ = nullptr;
+    c->unload();
     c->exit_hook_ = ExitHook::kNone;
     err = c->load(options);
   }
-  if (c->exit_hook_ == ExitHook::kNone)
-    c->limits_.push_back(fmt::format(
-        "task exits are not recorded ({}): the per_task and lazy_percpu "
-        "models miss thread exits, and reaped processes go unnamed",
-        why_none));
-  if (c->exit_hook_ == ExitHook::kTaskstatsExit && !support.preempt_kfuncs)
-    c->limits_.push_back(
-        "no bpf_preempt_disable kfunc (Linux 6.10): on a fully preemptible "
-        "kernel, fentry/taskstats_exit can be preempted while it writes its "
-        "record, and records of its CPU meanwhile are dropped (counted)");
-  if (support.preempts_in_kernel() && !support.percpu.found())
-    c->limits_.push_back(
-        "the kernel BTF does not place the per-CPU preemption count "
-        "(__preempt_count or pcpu_hot, current_task, runqueues in "
-        ".data..percpu): on a kernel that preempts in kernel code, an "
-        "update whose add took no lock (an exec's argument pages, a "
-        "collapse into a huge page) may be "
-        "credited to the wrong CPU, unflagged");
-  else if (support.preemption.mode.empty())
-    c->limits_.push_back(
-        "preemption model unknown (neither /sys/kernel/debug/sched/preempt "
-        "nor the kernel's config): updates whose add took no lock (an "
-        "exec's argument pages, a collapse into a huge page) are flagged "
-        "ambiguous, as on a kernel that preempts there");
-  if (!support.kernel_fault_hook)
-    c->limits_.push_back(
-        "no page_fault_kernel tracepoint (x86 only): an update in a fault "
-        "the kernel takes on user memory (copy_to_user) counts as outside "
-        "a fault unless the task's in_lru_fault bit shows it, so the "
-        "per_task model may cache fewer updates than the kernel did");
-  if (!support.in_user_fault && !support.user_fault_hook)
-    c->limits_.push_back(
-        "neither task->in_user_fault nor the page_fault_user tracepoint: "
-        "an update in a user page fault is told by the task's in_lru_fault "
-        "bit alone, where the kernel has one");
   if (err) return fail(c->skel_ ? "load" : "open", err);
-  if (int err = rssaudit_bpf__attach(c->skel_)) return fail("attach", err);
+  err = c->attach();
+  // A kprobe is a perf event: Debian's perf_event_paranoid=3 allows one
+  // only with CAP_SYS_ADMIN, which the service has not got. The fentry
+  // programs then stand in, preemptible.
+  std::string why_no_kprobes;
+  if ((err == -EACCES || err == -EPERM) && c->support_.kprobes) {
+    why_no_kprobes = std::strerror(-err);
+    log.clear();
+    c->unload();
+    c->support_.kprobes = false;
+    if (c->exit_hook_ == ExitHook::kKprobeTaskstatsExit)
+      c->exit_hook_ = ExitHook::kTaskstatsExit;
+    err = c->load(options);
+    if (!err) err = c->attach();
+  }
+  if (err) return fail(c->skel_ ? "attach" : "open", err);
+  c->add_limits(why_none, why_no_kprobes);
 
   Result<std::unique_ptr<StreamReader>> streams = StreamReader::map(
-      bpf_map__fd(c->skel_->maps.slots), bpf_map__fd(c->skel_->maps.positions),
+      bpf_map__fd(c->slots_map_), bpf_map__fd(c->positions_map_),
       c->possible_cpus_, c->slots_per_cpu_);
   if (!streams)
     return unexpected(
@@ -376,16 +452,89 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
   return c;
 }
 
+void BpfCapture::add_limits(const std::string& why_no_exits,
+                            const std::string& why_no_kprobes) {
+  if (exit_hook_ == ExitHook::kNone)
+    limits_.push_back(fmt::format(
+        "task exits are not recorded ({}): the per_task and lazy_percpu "
+        "models miss thread exits, and reaped processes go unnamed",
+        why_no_exits));
+  const bool task_cache = !support_.percpu_rss;
+  // fentry programs that run preemptible, with nothing to hold preemption.
+  std::vector<std::string> preemptible;
+  if (task_cache && !support_.kprobes)
+    preemptible.push_back("fentry/sync_mm_rss");
+  if (exit_hook_ == ExitHook::kTaskstatsExit && !support_.preempt_kfuncs)
+    preemptible.push_back("fentry/taskstats_exit");
+  if (!preemptible.empty())
+    limits_.push_back(fmt::format(
+        "neither the bpf_preempt_disable kfunc (Linux 6.10) nor kprobes{}: "
+        "on a fully preemptible kernel {} can be preempted while it runs; "
+        "records of its CPU are then dropped and other runs of it there "
+        "skipped, both counted as drops",
+        why_no_kprobes.empty()
+            ? ""
+            : fmt::format(" (attaching one: {}; Debian's "
+                          "perf_event_paranoid=3 wants CAP_SYS_ADMIN)",
+                          why_no_kprobes),
+        fmt::join(preemptible, " and ")));
+  if (task_cache)
+    limits_.push_back(
+        "atomic counters with per-task caches (before Linux 6.2): no "
+        "reader shows a thread's cache, so the exact value of a process "
+        "that was running before the capture is not known (a page-table "
+        "walk, --walk, measures it); processes started under the capture "
+        "are exact throughout");
+  else
+    add_percpu_limits();
+}
+
+// What the percpu_counter capture (bpf/rss_stat.bpf.c) cannot see on this
+// kernel.
+void BpfCapture::add_percpu_limits() {
+  if (!support_.kfuncs)
+    limits_.push_back(
+        "the kernel BTF lacks bpf_rdonly_cast (Linux 6.2) or "
+        "bpf_preempt_disable (Linux 6.10): the build without kfuncs loads, "
+        "which reads each update's slot with bpf_probe_read_kernel (~35 ns "
+        "more per update here)");
+  if (support_.preempts_in_kernel() && !support_.percpu.found())
+    limits_.push_back(
+        "the kernel BTF does not place the per-CPU preemption count "
+        "(__preempt_count or pcpu_hot, current_task, runqueues in "
+        ".data..percpu): on a kernel that preempts in kernel code, an "
+        "update whose add took no lock (an exec's argument pages, a "
+        "collapse into a huge page) may be "
+        "credited to the wrong CPU, unflagged");
+  else if (support_.preemption.mode.empty())
+    limits_.push_back(
+        "preemption model unknown (neither /sys/kernel/debug/sched/preempt "
+        "nor the kernel's config): updates whose add took no lock (an "
+        "exec's argument pages, a collapse into a huge page) are flagged "
+        "ambiguous, as on a kernel that preempts there");
+  if (!support_.kernel_fault_hook)
+    limits_.push_back(
+        "no page_fault_kernel tracepoint (x86 only): an update in a fault "
+        "the kernel takes on user memory (copy_to_user) counts as outside "
+        "a fault unless the task's in_lru_fault bit shows it, so the "
+        "per_task model may cache fewer updates than the kernel did");
+  if (!support_.in_user_fault && !support_.user_fault_hook)
+    limits_.push_back(
+        "neither task->in_user_fault nor the page_fault_user tracepoint: "
+        "an update in a user page fault is told by the task's in_lru_fault "
+        "bit alone, where the kernel has one");
+}
+
 BpfCapture::~BpfCapture() {
   streams_.reset();  // unmapped before the maps are freed with the skeleton
-  rssaudit_bpf__destroy(skel_);
+  unload();
 }
 
 std::optional<exited_process> BpfCapture::exited(uint32_t tgid) const {
   exited_process who{};
   const uint32_t slot = tgid % RSS_EXITED_SLOTS;
-  if (bpf_map__lookup_elem(skel_->maps.exited, &slot, sizeof(slot), &who,
-                           sizeof(who), 0) ||
+  if (bpf_map__lookup_elem(exited_map_, &slot, sizeof(slot), &who, sizeof(who),
+                           0) ||
       who.tgid != tgid)
     return std::nullopt;  // not ended, or its slot reused since
   return who;
@@ -393,24 +542,38 @@ std::optional<exited_process> BpfCapture::exited(uint32_t tgid) const {
 
 uint64_t BpfCapture::drops() const {
   const uint32_t zero = 0;
-  if (bpf_map__lookup_elem(skel_->maps.drops, &zero, sizeof(zero),
-                           drop_values_.data(),
+  if (bpf_map__lookup_elem(drops_map_, &zero, sizeof(zero), drop_values_.data(),
                            drop_values_.size() * sizeof(uint64_t), 0))
     return last_drops_;  // cannot fail on a live map; never under-report
   uint64_t sum = streams_->skipped();
   for (uint64_t v : drop_values_) sum += v;
-  last_drops_ = sum;
-  return sum;
+  // Runs the kernel skipped: a trampoline or tracepoint does not run a
+  // program while another run of it is in progress on the CPU (one that
+  // was preempted), nor a kprobe program inside another BPF program.
+  bpf_program* p = nullptr;
+  bpf_object__for_each_program(p, obj_) {
+    const int fd = bpf_program__fd(p);
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+      sum += info.recursion_misses;
+  }
+  last_drops_ = std::max(last_drops_, sum);
+  return last_drops_;
 }
 
 std::optional<double> BpfCapture::bpf_ns_per_event() const {
-  bpf_prog_info info{};
-  uint32_t len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.on_rss_stat), &info,
-                             &len) != 0 ||
-      info.run_cnt == 0)
-    return std::nullopt;
-  return double(info.run_time_ns) / double(info.run_cnt);
+  uint64_t runs = 0, ns = 0;
+  for (const bpf_program* p : update_programs_) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    const int fd = bpf_program__fd(p);
+    if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue;
+    runs += info.run_cnt;
+    ns += info.run_time_ns;
+  }
+  if (runs == 0) return std::nullopt;
+  return double(ns) / double(runs);
 }
 
 }  // namespace rssaudit

@@ -15,7 +15,11 @@
 #include "capture/stream_reader.h"
 #include "core/result.h"
 
-struct rssaudit_bpf;
+struct bpf_link;
+struct bpf_map;
+struct bpf_object;
+struct bpf_object_skeleton;
+struct bpf_program;
 
 namespace rssaudit {
 
@@ -46,11 +50,13 @@ uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus);
 // lazy_percpu models miss each thread's exit and reaped processes go
 // unnamed; everything else runs.
 enum class ExitHook : uint8_t {
-  kSchedProcessExit,  // tp_btf/sched_process_exit(task, group_dead)
-  kTaskstatsExit,     // fentry/taskstats_exit(task, group_dead)
+  kSchedProcessExit,     // tp_btf/sched_process_exit(task, group_dead)
+  kTaskstatsExit,        // fentry/taskstats_exit(task, group_dead)
+  kKprobeTaskstatsExit,  // kprobe/taskstats_exit: preemption off
   kNone,
 };
-// "tp_btf/sched_process_exit", "fentry/taskstats_exit" or "none".
+// "tp_btf/sched_process_exit", "fentry/taskstats_exit",
+// "kprobe/taskstats_exit" or "none".
 const char* exit_hook_name(ExitHook h);
 
 // Where three per-CPU variables sit in the kernel's per-CPU section.
@@ -63,9 +69,12 @@ struct PercpuLayout {
 
 // What the running kernel offers for capture.
 struct CaptureSupport {
-  bool root = false;         // CAP_BPF + CAP_PERFMON, in practice root
-  bool btf = false;          // /sys/kernel/btf/vmlinux loads
-  bool percpu_rss = false;   // mm->rss_stat is struct percpu_counter[] (6.2+)
+  bool root = false;        // CAP_BPF + CAP_PERFMON, in practice root
+  bool btf = false;         // /sys/kernel/btf/vmlinux loads
+  bool percpu_rss = false;  // mm->rss_stat is struct percpu_counter[] (6.2+)
+  // Before 6.2: the kernel's atomics + per-task caches can be audited
+  // (bpf/task_cache.bpf.c finds its hooks in the kernel BTF).
+  bool task_cache_hooks = false;
   bool tracepoints = false;  // every tp_btf target has its btf_trace_ type
   // The pids the kernel reports (task->tgid, in the initial PID namespace)
   // are this process's own and those /proc shows: false in a container
@@ -83,6 +92,14 @@ struct CaptureSupport {
   // bpf_preempt_disable()/enable() are kfuncs of this kernel (6.10+): the
   // fentry exit hook then holds preemption while it writes its record.
   bool preempt_kfuncs = false;
+  // And bpf_rdonly_cast (6.2): the build that calls kfuncs loads here
+  // (bpf/CMakeLists.txt); elsewhere the other, which reads each slot with
+  // bpf_probe_read_kernel() (~35 ns more per update).
+  bool kfuncs = false;
+  // The kprobe PMU: hooks in preemptible code are kprobes, which run with
+  // preemption off, where an fentry program could be preempted (before
+  // 6.10: sync_mm_rss(), taskstats_exit()).
+  bool kprobes = false;
   // Offsets in the per-CPU section (.data..percpu) of the variables the
   // rss_stat program reads its CPU's preemption count by (bpf/rss_stat.bpf.c
   // learn_preempt_count()); all 0 when the kernel BTF lacks one of them.
@@ -130,10 +147,13 @@ class BpfCapture {
   bool held_back() const { return streams_->held_back(); }
 
   // Records lost since open: refused by a full stream (counted in BPF,
-  // summed over CPUs) or never published (StreamReader::skipped()).
+  // summed over CPUs), never published (StreamReader::skipped()), or never
+  // written because the kernel skipped a program's run (recursion misses).
+  // A few syscalls: call per drain, not per event.
   uint64_t drops() const;
 
-  // Mean kernel time of the rss_stat program per run, from the kernel's
+  // Mean kernel time of the update programs per run (rss_stat; before 6.2
+  // also add_mm_counter_fast), from the kernel's
   // own accounting; empty unless kernel.bpf_stats_enabled is on (or was:
   // the counts are kept). A syscall: call per query, not per event.
   std::optional<double> bpf_ns_per_event() const;
@@ -160,10 +180,29 @@ class BpfCapture {
  private:
   BpfCapture() = default;
 
-  rssaudit_bpf* skel_ = nullptr;
-  // Opens the skeleton with exit_hook_'s program and loads it; 0 or a
-  // negative errno.
+  // The skeleton of the build this kernel loads (bpf/CMakeLists.txt), and
+  // what the capture uses of it.
+  void* skel_ = nullptr;
+  void (*destroy_skel_)(void*) = nullptr;
+  bpf_object_skeleton* skeleton_ = nullptr;
+  bpf_object* obj_ = nullptr;
+  bpf_map *slots_map_ = nullptr, *positions_map_ = nullptr;
+  bpf_map *exited_map_ = nullptr, *drops_map_ = nullptr;
+  std::vector<bpf_program*> update_programs_;
+  // Opens the build the kernel's kfuncs allow, with exit_hook_'s program,
+  // and loads it; 0 or a negative errno.
   int load(const CaptureOptions& options);
+  template <class Skel, Skel* (*Open)(), void (*Destroy)(Skel*)>
+  int load_build(const CaptureOptions& options);
+  void unload();
+  // Attaches every loaded program, those that see an mm's creation last;
+  // 0 or a negative errno.
+  int attach();
+  std::vector<bpf_link*> links_;
+  // Adds to limits_ what the capture misses on this kernel, and why.
+  void add_limits(const std::string& why_no_exits,
+                  const std::string& why_no_kprobes);
+  void add_percpu_limits();
 
   std::unique_ptr<StreamReader> streams_;
   uint32_t possible_cpus_ = 0;

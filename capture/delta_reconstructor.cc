@@ -65,6 +65,7 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
   p.fold = false;
   p.prev_fold = 0;
   p.used_resync = false;
+  p.chained = false;
   p.cancelled = false;
   p.mm = &mm;
   p.end_ns = end_ns;
@@ -148,22 +149,20 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   // overlap scan walk the whole queue.
   if (e.span_ns > max_span_ns_)
     max_span_ns_ = std::min<uint64_t>(e.span_ns, options_.grace_ns);
-  if (e.cpu >= options_.nr_cpus) {
+  const bool has_member =
+      e.kind == RSS_EV_UPDATE || e.kind == RSS_EV_CACHE_SYNC;
+  if (e.cpu >= options_.nr_cpus || (has_member && e.member >= kMembers)) {
     ++stats_.bad_records;
     return;
   }
   switch (e.kind) {
     case RSS_EV_UPDATE:
-      if (e.member >= kMembers) {
-        ++stats_.bad_records;
-        return;
-      }
       on_update(e);
       break;
     case RSS_EV_NEW_TASK: {
       // A reused tid is another task: its mm is the new one, its faults
       // not yet known.
-      tasks_[e.tid] = TaskState{0, e.mm, false, e.start_ns};
+      tasks_[e.tid] = TaskState{0, e.mm, false, e.start_ns, true};
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
       MmState& st = mm_state(e, !(flags & CLONE_VM), e.start_ns);
@@ -188,9 +187,12 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     }
     case RSS_EV_EXIT:
       if (last_task_ && last_tid_ == e.tid) last_task_ = nullptr;
-      tasks_.erase(e.tid);
+      forget_task(e.tid);
       if (e.flags & RSS_EVF_GROUP_DEAD) owner_gone(e.tgid, e.start_ns);
       push_life(mm_state(e, false, e.start_ns), LifeKind::kTaskExit, e);
+      break;
+    case RSS_EV_CACHE_SYNC:
+      on_cache_sync(e);
       break;
     case RSS_EV_EXIT_MMAP: {
       const auto it = mms_.find(e.mm);
@@ -207,14 +209,11 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   emit_ready(sink, false);
 }
 
-void DeltaReconstructor::on_update(const rss_event& e) {
-  ++stats_.updates;
-  if (!(e.preempt & RSS_PREEMPT_KNOWN)) ++stats_.depth_unknown;
-  const uint64_t start = start_of(e), end = end_of(e);
-  MmState& st = mm_state(e, e.flags & RSS_EVF_CREATING, start);
+DeltaReconstructor::MmState& DeltaReconstructor::update_mm(const rss_event& e) {
+  MmState& st = mm_state(e, e.flags & RSS_EVF_CREATING, start_of(e));
   check_resync(st, earliest_of(e));
   if (e.start_ns) {
-    st.last_end_ns = std::max(st.last_end_ns, end);
+    st.last_end_ns = std::max(st.last_end_ns, end_of(e));
   } else {
     st.untimed = true;
     st.untimed_after_ns = last_advance_ns_;
@@ -226,6 +225,45 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     owned_[e.tgid] = e.mm;
   }
   if (e.flags & RSS_EVF_OWNER) note_running(st, e);
+  return st;
+}
+
+DeltaReconstructor::OwnerUpdate DeltaReconstructor::owner_update(
+    const rss_event& e, Pending& p) {
+  // Records come in runs of one task: skip the hash lookup. Element
+  // references survive rehashing; only the erase at EXIT drops one.
+  if (!last_task_ || last_tid_ != e.tid) {
+    last_task_ = &tasks_[e.tid];
+    last_tid_ = e.tid;
+  }
+  TaskState& task = *last_task_;
+  const uint64_t since = task.since_ns;
+  // This record's program ran before the task's next add: after its own
+  // start, or when untimed, after the folds reserved before it started;
+  // and after every earlier record of the task.
+  task.since_ns = std::max(
+      since, uint64_t{e.start_ns ? e.start_ns : fold_start_watermark_ns_});
+  // The fault total wraps at 2^16: the difference is right below that.
+  p.info.faults = task.faults_known
+                      ? static_cast<uint16_t>(e.faults - task.faults)
+                      : uint16_t{(e.flags & RSS_EVF_IN_FAULT) != 0};
+  task.faults = e.faults;
+  task.faults_known = true;
+  // Only when unknown: between exec_mmap() and its EXEC record a task
+  // already updates its new mm, and the old one is what the exec leaves.
+  if (!task.mm) task.mm = e.mm;
+  return {task, since};
+}
+
+void DeltaReconstructor::on_update(const rss_event& e) {
+  if (e.flags & (RSS_EVF_CACHED | RSS_EVF_ATOMIC)) {
+    on_task_cache_update(e);
+    return;
+  }
+  ++stats_.updates;
+  if (!(e.preempt & RSS_PREEMPT_KNOWN)) ++stats_.depth_unknown;
+  const uint64_t start = start_of(e), end = end_of(e);
+  MmState& st = update_mm(e);
   const int m = e.member;
   SlotState& slot = st.slots.at(e.cpu)[m];
 
@@ -243,29 +281,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   p.info.tgid = e.tgid;
   uint64_t task_since = 0;  // this add came after it
   if (e.flags & RSS_EVF_OWNER) {
-    // Records come in runs of one task: skip the hash lookup. Element
-    // references survive rehashing; only the erase at EXIT drops one.
-    if (!last_task_ || last_tid_ != e.tid) {
-      last_task_ = &tasks_[e.tid];
-      last_tid_ = e.tid;
-    }
-    TaskState& task = *last_task_;
-    task_since = task.since_ns;
-    // This record's program ran before the task's next add: after its own
-    // start, or when untimed, after the folds reserved before it started;
-    // and after every earlier record of the task.
-    task.since_ns =
-        std::max(task_since,
-                 uint64_t{e.start_ns ? e.start_ns : fold_start_watermark_ns_});
-    // The fault total wraps at 2^16: the difference is right below that.
-    p.info.faults = task.faults_known
-                        ? static_cast<uint16_t>(e.faults - task.faults)
-                        : uint16_t{in_fault};
-    task.faults = e.faults;
-    task.faults_known = true;
-    // Only when unknown: between exec_mmap() and its EXEC record a task
-    // already updates its new mm, and the old one is what the exec leaves.
-    if (!task.mm) task.mm = e.mm;
+    task_since = owner_update(e, p).since;
   } else if (unlocked_add(e)) {
     // As for an owner's task above, for the one other task an mm keeps.
     task_since = st.other_tid == e.tid ? st.other_since_ns : 0;
@@ -356,8 +372,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     fold_start_watermark_ns_ = e.start_ns;
   if (slot.suspect) {
     slot.suspect = false;
-    if (p.info.fidelity != Fidelity::kNoBaseline)
-      p.info.fidelity = Fidelity::kAmbiguous;
+    flag_ambiguous(p.info);
   }
   if (unlocked_add(e)) on_unlocked_add(p, st, task_since);
   slot.value = e.slot;
@@ -467,7 +482,7 @@ std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
   std::vector<ResyncCandidate> out;
   for (const auto& [addr, st] : mms_) {
     if (out.size() >= max) break;
-    if (!st->owner_tgid || st->resync_pending ||
+    if (!st->owner_tgid || st->resync_pending || st->task_cache ||
         quiet_since(*st) + quiet_ns > now_ns || st->next_resync_ns > now_ns)
       continue;
     bool all = true;
@@ -477,11 +492,31 @@ std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
   return out;
 }
 
+void DeltaReconstructor::forget_task(uint32_t tid) {
+  const auto it = tasks_.find(tid);
+  if (it == tasks_.end()) return;
+  // A fold announced and never seen (its record lost) holds no counter.
+  if (const uint8_t syncing = it->second.syncing) {
+    const auto mm = mms_.find(it->second.syncing_mm);
+    for (int m = 0; m < kMembers && mm != mms_.end(); ++m)
+      if (syncing >> m & 1 && mm->second->folds_announced[m])
+        --mm->second->folds_announced[m];
+  }
+  tasks_.erase(it);
+}
+
 void DeltaReconstructor::on_loss() {
   ++stats_.losses;
+  // Before 6.2 a lost record may be a cached update or a fold.
+  for (auto& [tid, task] : tasks_) {
+    task.cache_known = false;
+    task.syncing = 0;
+  }
   for (auto& [addr, ptr] : mms_) {
     MmState& st = *ptr;
     if (st.resync_pending) cancel_resync(st);
+    st.folds_announced.fill(0);
+    st.suspect_next.fill(false);
     st.slots.fill({});  // every slot unknown
     st.count_known.fill(false);
     st.synced.fill(false);
@@ -504,11 +539,7 @@ void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
                                          uint64_t since_ns) {
   ++stats_.unlocked;
   const int m = p.update.member;
-  const auto flag = [](UpdateInfo& info) {
-    if (info.fidelity != Fidelity::kNoBaseline)
-      info.fidelity = Fidelity::kAmbiguous;
-  };
-  flag(p.info);
+  flag_ambiguous(p.info);
   // Newest first (p is the newest); records are in reservation order, as
   // in mark_overlaps(). since_ns 0 (the task's first record of the mm)
   // bounds nothing: every held-back update of the counter is flagged.
@@ -518,7 +549,7 @@ void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
     // The task's own earlier records came before this add.
     if (q.type == Pending::Type::kUpdate && q.mm == &st &&
         q.update.member == m && q.update.task != p.update.task)
-      flag(q.info);
+      flag_ambiguous(q.info);
   }
   if (since_ns && st.emitted_update_task[m] != p.update.task &&
       st.emitted_update_end[m] + kLateSlackNs >= since_ns)
@@ -553,10 +584,8 @@ void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns,
                   : p.end_ns + kLateSlackNs < other_task_since_ns)
       continue;
     // p reserved before fold, so p started before fold ended: overlap.
-    if (p.info.fidelity != Fidelity::kNoBaseline)
-      p.info.fidelity = Fidelity::kAmbiguous;
-    if (fold.info.fidelity != Fidelity::kNoBaseline)
-      fold.info.fidelity = Fidelity::kAmbiguous;
+    flag_ambiguous(p.info);
+    flag_ambiguous(fold.info);
   }
 }
 
@@ -616,7 +645,8 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
         st.emitted_fold_cpu[m] = p.update.cpu;
         st.emitted_fold_task[m] = p.update.task;
       }
-      if (p.update.by_owner() && p.info.faults) {
+      // A stream from before 6.2 carries the kernel's own syncs instead.
+      if (p.update.by_owner() && p.info.faults && !p.info.task_cache) {
         // The task's faults since its last update came before this one.
         sink.on_life(st.key, LifeEvent{LifeKind::kFault, p.update.task,
                                        p.update.cpu, p.info.faults});
@@ -626,6 +656,11 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
     }
     case Pending::Type::kLife:
       sink.on_life(st.key, p.life);
+      break;
+    case Pending::Type::kCacheFold:
+      st.emitted_update_end[p.update.member] = p.end_ns;
+      st.emitted_update_task[p.update.member] = p.update.task;
+      sink.on_cache_fold(st.key, p.life, p.info);
       break;
     case Pending::Type::kDestroyed:
       sink.on_mm_destroyed(st.key);

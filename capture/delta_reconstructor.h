@@ -78,7 +78,17 @@ struct UpdateInfo {
   // included (0 when unknown: the task's first update seen, not in a fault).
   uint16_t faults = 0;
   Fidelity fidelity = Fidelity::kExact;
+  // The kernel counts with atomics and per-task caches (before Linux 6.2):
+  // kernel_count is the atomic, which every reader sees and the per_task
+  // model holds; else it is the percpu_counter's count (upstream model).
+  bool task_cache = false;
 };
+
+// Marks an update ambiguous, unless it already says its value is unknown.
+inline void flag_ambiguous(UpdateInfo& info) {
+  if (info.fidelity != Fidelity::kNoBaseline)
+    info.fidelity = Fidelity::kAmbiguous;
+}
 
 class ReconstructorSink {
  public:
@@ -91,6 +101,16 @@ class ReconstructorSink {
   virtual void on_life(const MmKey& mm, const LifeEvent& event) = 0;
   // After its last update and its kMmExit.
   virtual void on_mm_destroyed(const MmKey& mm) = 0;
+  // Before 6.2: a task's cache of one member folded into the mm's atomic
+  // (`sync`: kCacheSync, its count the member), which every reader sees
+  // as info.kernel_count from here; the exact value did not move. Flagged
+  // kAmbiguous when another add overtook it (the atomic then is not what
+  // the stream so far adds up to).
+  virtual void on_cache_fold(const MmKey& mm, const LifeEvent& sync,
+                             const UpdateInfo& info) {
+    (void)info;
+    on_life(mm, sync);
+  }
   // The exact value of `member` at this point of the stream: `pages` once
   // established from a precise source (a resync), nullopt when it stops
   // being known (a capture loss). An update flagged kNoBaseline also
@@ -136,6 +156,14 @@ struct ReconstructorStats {
   // recording, or a CPU where learn_preempt_count() failed (should be 0).
   uint64_t depth_unknown = 0;
   uint64_t bad_records = 0;  // cpu or member out of range, unknown kind
+  // Before 6.2 (bpf/task_cache.bpf.c): syncs of a task's cache seen, those
+  // whose cache was not what the task's cached updates in the stream add
+  // up to (a cached update missed: should stay 0), and atomic adds another
+  // add overtook between the add and the record (flagged, with the adds
+  // they may have upset).
+  uint64_t syncs = 0;
+  uint64_t sync_mismatches = 0;
+  uint64_t reordered = 0;
   uint64_t mms_created = 0;
   uint64_t mms_destroyed = 0;
   uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()
@@ -214,6 +242,14 @@ class DeltaReconstructor {
     // birth): its next add comes after. (Only owner updates need it, so
     // only those pay the lookup.)
     uint64_t since_ns = 0;
+    // Before 6.2: its rss_stat cache of its own mm, known since its birth,
+    // exec or sync; the members whose sync record came and whose fold into
+    // the atomic has not, and how much each folds.
+    bool cache_known = false;
+    std::array<int32_t, kMembers> cache{};
+    uint8_t syncing = 0;
+    uint64_t syncing_mm = 0;
+    std::array<int32_t, kMembers> sync_pages{};
   };
   struct SlotState {
     int32_t value = 0;
@@ -234,6 +270,14 @@ class DeltaReconstructor {
     bool untimed = false;
     uint64_t untimed_after_ns = 0;
     uint64_t next_resync_ns = 0;  // back-off after a failed resync
+    // Counted by a kernel before 6.2: /proc shows only its atomics, so no
+    // resync from it.
+    bool task_cache = false;
+    // Per member, before 6.2: an atomic add was overtaken, so the delta of
+    // the next one of the member is not known to follow it; and how many
+    // tasks announced a fold whose record has not come.
+    std::array<bool, kMembers> suspect_next{};
+    std::array<uint8_t, kMembers> folds_announced{};
     // Per member: the value is known (seen from zero, or resynced since the
     // last unknown delta). While known, `unknown_sum` holds the sum of what
     // is still unknown: the slots of CPUs not seen since, and `count` when
@@ -281,6 +325,7 @@ class DeltaReconstructor {
       kLife,
       kDestroyed,
       kBaseline,
+      kCacheFold,  // before 6.2: life (kCacheSync), info.kernel_count
     };
     Type type = Type::kUpdate;
     bool fold = false;  // kUpdate whose slot came back to zero
@@ -289,6 +334,10 @@ class DeltaReconstructor {
     // kUpdate whose delta needed a resync still pending: flagged if that
     // resync is cancelled.
     bool used_resync = false;
+    // Before 6.2, a kUpdate or kCacheFold that moved its atomic: its
+    // delta (or the fold's check) is the atomic's move since the previous
+    // one in the stream.
+    bool chained = false;
     bool cancelled = false;        // kBaseline: not emitted
     uint8_t baseline_members = 0;  // kBaseline: members it sets
     uint64_t seq = 0;
@@ -312,6 +361,23 @@ class DeltaReconstructor {
   uint64_t untimed_floor() const;
   uint64_t quiet_since(const MmState& st) const;
   void on_update(const rss_event& e);
+  // The state of an UPDATE record's mm, with its timing and owner noted.
+  MmState& update_mm(const rss_event& e);
+  // An update by the mm's owner: its task (faults since its last update
+  // into p.info.faults) and the bound its previous record set.
+  struct OwnerUpdate {
+    TaskState& task;
+    uint64_t since;
+  };
+  OwnerUpdate owner_update(const rss_event& e, Pending& p);
+  // Before 6.2 (capture/task_cache_update.cc): a cached or atomic update,
+  // a sync's announcement, and an atomic add overtaken by another.
+  void on_task_cache_update(const rss_event& e);
+  void on_cache_sync(const rss_event& e);
+  void on_overtaken_add(Pending& p, MmState& st);
+  void push_correction(const rss_event& e, MmState& st, int64_t rest);
+  // Drops a task's state at its exit.
+  void forget_task(uint32_t tid);
   // A record of `st` (or of its owner's life) that started at `start_ns`:
   // cancels a pending resync whose read it may have overlapped.
   void check_resync(MmState& st, uint64_t start_ns);

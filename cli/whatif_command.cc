@@ -86,6 +86,10 @@ class SchemeReports : public ReconstructorSink {
   void on_mm_destroyed(const MmKey& mm) override {
     pipeline_.on_mm_destroyed(mm);
   }
+  void on_cache_fold(const MmKey& mm, const LifeEvent& sync,
+                     const UpdateInfo& info) override {
+    pipeline_.on_cache_fold(mm, sync, info);
+  }
   void on_baseline(const MmKey& mm, int member,
                    std::optional<int64_t> pages) override {
     pipeline_.on_baseline(mm, member, pages);

@@ -17,6 +17,7 @@ bool PerCpuCache::on_event(const LifeEvent& e) {
     case LifeKind::kSecondUser:
     case LifeKind::kTaskExit:
     case LifeKind::kRusageQuery:
+    case LifeKind::kCacheSync:
       break;
   }
   return moved;

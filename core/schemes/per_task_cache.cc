@@ -42,6 +42,18 @@ bool PerTaskCache::on_event(const LifeEvent& e) {
       for (TaskCache& t : tasks_) moved |= sync(t);
       tasks_.clear();
       break;
+    case LifeKind::kCacheSync: {
+      // The kernel's own fold of one member (a stream from a kernel before
+      // 6.2 carries every sync, and no kFault to infer them from).
+      const int m = static_cast<int>(e.count);
+      TaskCache* t = m < kMembers ? find(e.task) : nullptr;
+      if (!t || t->count[m] == 0) break;
+      atomic_[m] += t->count[m];
+      t->count[m] = 0;
+      ++shared_updates_;
+      moved = true;
+      break;
+    }
     case LifeKind::kSecondUser:
     case LifeKind::kCpuSwitch:
     case LifeKind::kRusageQuery:

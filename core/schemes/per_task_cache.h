@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/schemes/scheme.h"
@@ -18,6 +19,10 @@ class PerTaskCache {
   static constexpr std::string_view kName = "per_task";
   // include/linux/mm_types_task.h
   static constexpr int32_t kEventsThresh = 64;
+  // The most faults whose updates one cache holds: a sync at a fault's
+  // entry leaves events at 0 and caches that fault's updates; the next
+  // 65 see events 0..64, not above the threshold; the one after syncs.
+  static constexpr int32_t kMaxCachedFaults = kEventsThresh + 2;
 
   explicit PerTaskCache(const Topology&) {}
 
@@ -62,6 +67,9 @@ class PerTaskCache {
   }
   TaskCache& find_or_add(uint32_t tid);
   const TaskCache* find(uint32_t tid) const;
+  TaskCache* find(uint32_t tid) {
+    return const_cast<TaskCache*>(std::as_const(*this).find(tid));
+  }
   bool sync(TaskCache& t);  // whether any value moved
 
   std::array<int64_t, kMembers> atomic_{};  // mm->rss_stat.count[]

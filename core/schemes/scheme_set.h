@@ -57,4 +57,13 @@ class SchemeTuple {
 using SchemeSet = SchemeTuple<UpstreamPercpu, HpccTree, PerTaskCache,
                               PerCpuCache, LazyPercpu, SyncBeforeQuery>;
 
+// The index in SchemeSet of the audited kernel's own scheme: upstream
+// since Linux 6.2, per_task before (`task_cache`).
+constexpr size_t kernel_scheme(bool task_cache) {
+  constexpr size_t kUpstream = 0, kPerTask = 2;
+  static_assert(SchemeSet::kNames[kUpstream] == UpstreamPercpu::kName);
+  static_assert(SchemeSet::kNames[kPerTask] == PerTaskCache::kName);
+  return task_cache ? kPerTask : kUpstream;
+}
+
 }  // namespace rssaudit

@@ -42,6 +42,10 @@ enum class LifeKind : uint8_t {
   kCpuSwitch,    // `cpu` switched from this mm to another one
   kRusageQuery,  // a reader asks for rusage/taskstats of the mm's process
   kMmExit,       // the mm is torn down (exit_mmap)
+  // A kernel before 6.2 folded `task`'s cache of member `count` into the
+  // mm's atomic (sync_mm_rss(), seen by the capture). Such a stream carries
+  // every sync and no kFault: the per_task scheme is the kernel's own there.
+  kCacheSync,
 };
 
 struct LifeEvent {
@@ -50,6 +54,7 @@ struct LifeEvent {
   uint32_t cpu = 0;
   // kFault: this many faults in a row by `task`, with no update between
   // (a capture learns a task's faults only at its next update).
+  // kCacheSync: the member.
   uint32_t count = 1;
 };
 

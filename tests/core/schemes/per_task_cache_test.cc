@@ -142,6 +142,26 @@ TEST(PerTaskCache, OtherEventsDoNotSync) {
   EXPECT_EQ(s.cached(kFirstTid, kAnonPages), 7);
 }
 
+TEST(PerTaskCache, AKernelSyncFoldsOneMemberOfOneTask) {
+  PerTaskCache s(Topology::for_cpus(2));
+  s.add(by(kFirstTid, 5));
+  s.add(by(kFirstTid, 2, kFilePages));
+  s.add(by(kFirstTid + 1, 3));
+  s.on_event(LifeEvent{LifeKind::kCacheSync, kFirstTid, 0, kAnonPages});
+  EXPECT_EQ(s.approximate(kAnonPages), 5);
+  EXPECT_EQ(s.approximate(kFilePages), 0);  // its own fold comes apart
+  EXPECT_EQ(s.cached(kFirstTid, kFilePages), 2);
+  EXPECT_EQ(s.cached(kFirstTid + 1, kAnonPages), 3);
+  EXPECT_EQ(s.shared_updates(), 1u);
+  // An empty member, an unknown task, a member out of range: no move.
+  s.on_event(LifeEvent{LifeKind::kCacheSync, kFirstTid, 0, kAnonPages});
+  s.on_event(LifeEvent{LifeKind::kCacheSync, kFirstTid + 9, 0, kAnonPages});
+  s.on_event(LifeEvent{LifeKind::kCacheSync, kFirstTid, 0, kMembers});
+  EXPECT_EQ(s.approximate(kAnonPages), 5);
+  EXPECT_EQ(s.shared_updates(), 1u);
+  EXPECT_EQ(s.precise(kAnonPages), 8);
+}
+
 class PerTaskCacheRandom : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(PerTaskCacheRandom, PreciseIsExactAndExitSyncsEverything) {
