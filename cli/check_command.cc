@@ -29,6 +29,7 @@
 #include "cli/daemon_client.h"
 #include "cli/query_support.h"
 #include "cli/scheme_report.h"
+#include "core/schemes/per_task_cache.h"
 #include "core/schemes/topology.h"
 #include "core/schemes/upstream_percpu.h"
 #include "sampler/pagemap_walk.h"
@@ -187,6 +188,12 @@ Socket probe_socket(const std::string& path) {
   return s;
 }
 
+// Before 6.2 a cache holds the updates of up to
+// PerTaskCache::kMaxCachedFaults faults; an anonymous fault maps one page,
+// a file fault up to fault_around_bytes (64 KiB by default) of them.
+constexpr int kFaultAroundPages = 16;
+constexpr int kCachedFaults = PerTaskCache::kMaxCachedFaults;
+
 struct Report {
   utsname uts{};
   long online_cpus = 0;
@@ -212,6 +219,7 @@ struct Report {
   std::optional<bool> loaded;
   std::string load_error;  // libbpf's and the verifier's words
   ExitHook exit_hook = ExitHook::kNone;
+  std::string sync_hook;            // before 6.2, when loaded
   std::vector<std::string> limits;  // BpfCapture::limits()
 };
 
@@ -272,6 +280,10 @@ Report gather(const CheckOptions& o) {
     r.loaded = capture.has_value();
     if (capture) {
       r.exit_hook = (*capture)->exit_hook();
+      // Before 6.2: where the syncs of the per-task caches are taken.
+      if (!r.percpu_rss)
+        r.sync_hook = (*capture)->support().kprobes ? "kprobe/sync_mm_rss"
+                                                    : "fentry/sync_mm_rss";
       r.limits = (*capture)->limits();
     } else {
       r.load_error = capture.error().message;
@@ -309,6 +321,17 @@ void print_json(const Report& r) {
        percpu ? nlohmann::json(r.bound) : nlohmann::json(nullptr)},
       {"bound_bytes", percpu ? nlohmann::json(r.bound * r.page_size)
                              : nlohmann::json(nullptr)},
+      {"task_cache",
+       percpu
+           ? nlohmann::json(nullptr)
+           : nlohmann::json{{"events_threshold", PerTaskCache::kEventsThresh},
+                            {"max_cached_faults", kCachedFaults},
+                            {"per_thread_bound_pages",
+                             {{"file", kCachedFaults * kFaultAroundPages},
+                              {"anon", kCachedFaults},
+                              {"swap", kCachedFaults},
+                              {"shmem", kCachedFaults * kFaultAroundPages}}},
+                            {"bounded_in_time", false}}},
       {"root", geteuid() == 0},
       {"capabilities", caps},
       {"missing_capabilities", r.missing_caps},
@@ -334,6 +357,8 @@ void print_json(const Report& r) {
       {"exit_hook",
        r.loaded == true ? nlohmann::json(exit_hook_name(r.exit_hook))
                         : nlohmann::json(nullptr)},
+      {"sync_hook", r.sync_hook.empty() ? nlohmann::json(nullptr)
+                                        : nlohmann::json(r.sync_hook)},
       {"preemption",
        r.loaded == true && !r.support.preemption.mode.empty()
            ? nlohmann::json{{"mode", r.support.preemption.mode},
@@ -399,9 +424,23 @@ void print_human(const Report& r, SizeUnit unit) {
   } else {
     line("counting",
          fmt::format("atomic counters + per-task caches (Linux < 6.2, "
-                     "SPLIT_RSS_COUNTING: up to 64 events per thread), "
-                     "from {}; rssaudit audits percpu_counter kernels",
+                     "SPLIT_RSS_COUNTING), from {}; every reader (stat, "
+                     "statm, status, VmHWM, ru_maxrss) sees the atomics only",
                      r.scheme_source));
+    line("sync", fmt::format("a thread's cache folds into the atomics at the "
+                             "entry of its next fault once it counted {} "
+                             "since its last sync (rss_stat.events > {}), and "
+                             "at its exit, exec and zaps of its own mm",
+                             PerTaskCache::kEventsThresh + 1,
+                             PerTaskCache::kEventsThresh));
+    line("bound",
+         fmt::format("per thread, what up to {} faults cached: {} anon or "
+                     "swap pages, up to {} file or shmem pages per counter "
+                     "(fault-around of {} pages); T threads hide up to T "
+                     "times that, for as long as they neither fault nor "
+                     "exit (no time bound)",
+                     kCachedFaults, kCachedFaults,
+                     kCachedFaults * kFaultAroundPages, kFaultAroundPages));
   }
   std::string privileges =
       fmt::format("uid {}, euid {}; ", getuid(), geteuid());
@@ -451,11 +490,16 @@ void print_human(const Report& r, SizeUnit unit) {
          r.exit_hook == ExitHook::kNone
              ? std::string("not recorded")
              : std::string("recorded at ") + exit_hook_name(r.exit_hook));
+    if (!r.sync_hook.empty())
+      line("syncs", "of the per-task caches, recorded at " + r.sync_hook);
     const PreemptionModel& pm = r.support.preemption;
     line("preemption",
          (pm.mode.empty() ? std::string("unknown")
                           : fmt::format("{} (from {})", pm.mode, pm.source)) +
-             (r.support.preempts_in_kernel()
+             (!r.percpu_rss
+                  ? ": adds to an atomic whose records take their places "
+                    "in the stream out of order are flagged"
+              : r.support.preempts_in_kernel()
                   ? ": an update whose add took no lock is flagged"
                   : ": the kernel does not preempt kernel code, so an "
                     "update whose add took no lock is exact"));

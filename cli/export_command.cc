@@ -153,6 +153,7 @@ nlohmann::json run_json(const RunSummary& r) {
           {"kernel_release", r.info.kernel_release},
           {"nr_cpus", r.info.nr_cpus},
           {"batch", r.info.batch},
+          {"counting", r.info.counting},
           {"page_size", r.info.page_size},
           {"rssaudit_version", r.info.rssaudit_version},
           {"started_ns", r.info.started_ns},
@@ -283,11 +284,16 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
   rank(offenders, TopSort::kDrift);
   if (offenders.size() > o.top) offenders.resize(o.top);
   std::string runs;
-  for (const auto& [id, r] : c.runs)
-    runs += fmt::format("<li>run {}: {}, kernel {}, {} CPUs, batch {}</li>\n",
-                        id, svg::escape(r.info.host),
-                        svg::escape(r.info.kernel_release), r.info.nr_cpus,
-                        r.info.batch);
+  for (const auto& [id, r] : c.runs) {
+    const std::string note = counting_note(r.info.counting);
+    runs += fmt::format(
+        "<li>run {}: {}, kernel {}, {} CPUs, {}{}</li>\n", id,
+        svg::escape(r.info.host), svg::escape(r.info.kernel_release),
+        r.info.nr_cpus,
+        note.empty() ? fmt::format("percpu_counter batch {}", r.info.batch)
+                     : std::string("atomics + per-task caches"),
+        note.empty() ? "" : ": " + svg::escape(note));
+  }
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
          "charset=\"utf-8\">\n"
          "<title>rssaudit report</title>\n<style>\n"

@@ -48,7 +48,8 @@ void run(const HistoryOptions& o) {
   const Window window = parse_window(o.since, o.until);
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   const ProcessSummary p = find_process(*reader, o.query.db, o.which, o.run);
-  const int64_t page_size = page_size_of_run(*reader, p.run_id);
+  const RunInfo run = run_info(*reader, p.run_id);
+  const int64_t page_size = run.page_size;
   const std::vector<StoredSample> samples =
       checked(reader->process_history(p.id, window.since_ns, window.until_ns));
   // Intervals that ended before the window still cover its first samples.
@@ -58,6 +59,7 @@ void run(const HistoryOptions& o) {
   if (o.query.json) {
     nlohmann::json j = process_identity_json(p);
     j.update(nlohmann::json{{"page_size", page_size},
+                            {"counting", run.counting},
                             {"since_ns", window.since_ns},
                             {"until_ns", window.until_ns},
                             {"samples", nlohmann::json::array()}});
@@ -83,6 +85,8 @@ void run(const HistoryOptions& o) {
   fmt::print("{} samples, {} .. {}\n", samples.size(),
              local_time_text(window.since_ns),
              local_time_text(window.until_ns));
+  if (const std::string note = counting_note(run.counting); !note.empty())
+    fmt::print("{}\n", note);
   if (samples.empty()) return;
   fmt::print("{:>78}\n", "largest model error per interval, pages");
   fmt::print("{:<8}{:>11}{:>11}", "time", "rss", "drift");

@@ -64,7 +64,7 @@ json process_json(const LiveProcess& p, int64_t page_size) {
           {"drift_pages", json_or_null(drift_of(p))},
           {"drift_bytes", bytes(drift_of(p))},
           {"true_peak_pages", json_or_null(peak_of(p))},
-          {"bound_pages", p.bound},
+          {"bound_pages", p.bound > 0 ? json(p.bound) : json(nullptr)},
           {"drift_to_bound", ratio ? json(*ratio) : json(nullptr)},
           {"updates", p.updates},
           {"flagged", p.flagged},
@@ -74,10 +74,10 @@ json process_json(const LiveProcess& p, int64_t page_size) {
 }
 
 json source_json(const LiveOptions& live, const DaemonHealth& h) {
-  return {{"source", "rssauditd"},   {"socket", live.socket},
-          {"host", h.host},          {"time_ns", h.time_ns},
-          {"nr_cpus", h.nr_cpus},    {"batch", h.batch},
-          {"page_size", h.page_size}};
+  return {{"source", "rssauditd"},  {"socket", live.socket},
+          {"host", h.host},         {"time_ns", h.time_ns},
+          {"nr_cpus", h.nr_cpus},   {"batch", h.batch},
+          {"counting", h.counting}, {"page_size", h.page_size}};
 }
 
 void rank(std::vector<LiveProcess>& ps, const std::string& sort) {
@@ -142,6 +142,8 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
   fmt::print("live from rssauditd on {} at {}: {} audited processes\n",
              printable(h.host), local_time_text(h.time_ns), audited);
   if (ps.empty()) return;
+  if (const std::string note = counting_note(h.counting); !note.empty())
+    fmt::print("{}\n", note);
   constexpr std::string_view kRow =
       "{:>7} {:<15} {:>11} {:>11} {:>11} {:>6} {:>10}\n";
   fmt::print(kRow, "PID", "COMM", "KERNEL RSS", "EXACT RSS", "DRIFT", "/BOUND",
@@ -195,6 +197,8 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
   fmt::print("pid {} '{}', live from rssauditd on {}, start ticks {}\n", p.pid,
              printable(p.comm), printable(h.host), p.start_ticks);
   if (!p.cgroup.empty()) fmt::print("cgroup {}\n", printable(p.cgroup));
+  if (const std::string note = counting_note(h.counting); !note.empty())
+    fmt::print("{}\n", note);
   if (!p.from_zero)
     fmt::print("joined mid-life, not yet resynced: exact RSS unknown\n");
   fmt::print("{} updates, {} flagged; fidelity {}\n\n", p.updates, p.flagged,
@@ -215,12 +219,12 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
   constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}\n";
   fmt::print(kModelRow, "scheme", "largest error", "bound", "error/bound");
   for (size_t i = 0; i < SchemeSet::kCount; ++i) {
-    // Only the upstream scheme's bound travels with the live view.
-    const bool upstream = i == 0;
+    // Only the kernel's own scheme's bound travels with the live view.
+    const bool own = i == kernel_scheme(h.counting == kCountingTaskCache);
     const int64_t e = p.largest_error[i];
     fmt::print(kModelRow, SchemeSet::kNames[i], size(e),
-               upstream ? size(p.bound) : "-",
-               upstream && p.bound > 0
+               own && p.bound > 0 ? size(p.bound) : "-",
+               own && p.bound > 0
                    ? fmt::format("{:.1f}%", 100.0 * double(e) / double(p.bound))
                    : "-");
   }

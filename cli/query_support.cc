@@ -102,10 +102,19 @@ ProcessSummary find_process(StoreReader& reader, const std::string& path,
   return p;
 }
 
-int64_t page_size_of_run(StoreReader& reader, int64_t run_id) {
+RunInfo run_info(StoreReader& reader, int64_t run_id) {
   for (const RunSummary& r : checked(reader.list_runs()))
-    if (r.id == run_id) return r.info.page_size;
+    if (r.id == run_id) return r.info;
   throw std::runtime_error(fmt::format("run {} is missing", run_id));
+}
+
+std::string counting_note(std::string_view counting) {
+  if (counting != kCountingTaskCache) return {};
+  return "this kernel counts RSS with atomics fed by per-task caches (before\n"
+         "Linux 6.2): stat, statm and status all read the atomics and miss\n"
+         "what each thread cached since its last sync, so the exact value is\n"
+         "the update stream's (a page-table walk confirms it), and drift is\n"
+         "what every reader shows - exact";
 }
 
 std::optional<int64_t> resident_pages(const SampleRow& r) {

@@ -64,8 +64,13 @@ ProcessSummary find_process(StoreReader& reader, const std::string& path,
                             const std::string& which,
                             std::optional<int64_t> run);
 
-// The page size (bytes) of run `run_id`.
-int64_t page_size_of_run(StoreReader& reader, int64_t run_id);
+// What run `run_id` recorded of its host (page size, counting scheme).
+RunInfo run_info(StoreReader& reader, int64_t run_id);
+
+// Before 6.2 (RunInfo::counting kCountingTaskCache) which source is exact,
+// for a human, in lines of at most 80 columns: every reader reads the
+// atomics there. Empty otherwise.
+std::string counting_note(std::string_view counting);
 
 // Resident pages as VmRSS counts them (precise file + anon + shmem), else
 // statm's resident, else stat's approximate RSS.

@@ -49,11 +49,12 @@ std::vector<Sources> sources_of(const SampleRow& r) {
           {"walk", r.walk, r.walk_rss}};
 }
 
-nlohmann::json json_of(const ProcessSummary& p, int64_t page_size,
+nlohmann::json json_of(const ProcessSummary& p, const RunInfo& run,
                        const std::optional<StoredSample>& sample,
                        const std::vector<ModelErrorRow>& errors) {
   nlohmann::json j = process_json(p);
-  j.update(nlohmann::json{{"page_size", page_size},
+  j.update(nlohmann::json{{"page_size", run.page_size},
+                          {"counting", run.counting},
                           {"sample", nullptr},
                           {"model_errors", nlohmann::json::array()}});
   if (sample) {
@@ -67,8 +68,12 @@ nlohmann::json json_of(const ProcessSummary& p, int64_t page_size,
         {"vm_hwm_pages", json_or_null(r.vm_hwm)},
         {"true_peak_pages", json_or_null(r.true_peak)},
         {"peak_gap_pages", json_or_null(difference(r.true_peak, r.vm_hwm))},
+        // Before 6.2 no /proc value is precise: the stream is the truth.
         {"walk_gap_pages",
-         json_or_null(difference(rss_of(r.precise), r.walk_rss))}};
+         json_or_null(difference(run.counting == kCountingTaskCache
+                                     ? rss_of(r.exact)
+                                     : rss_of(r.precise),
+                                 r.walk_rss))}};
     for (const Sources& src : sources_of(r)) {
       nlohmann::json m = {{"rss_pages", json_or_null(src.rss)}};
       for (int i = 0; i < kMembers; ++i)
@@ -89,8 +94,10 @@ nlohmann::json json_of(const ProcessSummary& p, int64_t page_size,
   return j;
 }
 
-void print_sources(const StoredSample& sample, int64_t page_size, SizeUnit unit,
-                   const std::vector<ModelErrorRow>& errors) {
+void print_sources(const StoredSample& sample, const RunInfo& run,
+                   SizeUnit unit, const std::vector<ModelErrorRow>& errors) {
+  const int64_t page_size = run.page_size;
+  const bool task_cache = run.counting == kCountingTaskCache;
   const SampleRow& r = sample.row;
   auto size = [&](const std::optional<int64_t>& pages, bool sign = false) {
     return pages ? format_size(*pages, page_size, unit, sign) : "-";
@@ -112,19 +119,27 @@ void print_sources(const StoredSample& sample, int64_t page_size, SizeUnit unit,
   fmt::print(kRow, "rss", size(sources[0].rss), size(sources[1].rss),
              size(sources[2].rss), size(sources[3].rss), size(sources[4].rss),
              size(sources[5].rss));
-  const ModelErrorRow* upstream = nullptr;
+  // The bound of the kernel's own scheme (per_task, before 6.2, has none).
+  const ModelErrorRow* own = nullptr;
   for (const ModelErrorRow& e : errors)
-    if (e.scheme == 0) upstream = &e;
-  const std::optional<int64_t> counter_bound =
-      upstream ? upstream->bound : std::nullopt;
+    if (e.scheme == kernel_scheme(task_cache)) own = &e;
+  const std::optional<int64_t> counter_bound = own ? own->bound : std::nullopt;
   std::string ratio;
   if (const auto r = drift_to_bound(sample.drift, counter_bound))
     ratio = fmt::format(" ({:.1f}% of the kernel's bound {})", 100.0 * *r,
                         size(rss_bound(counter_bound)));
-  fmt::print("\ndrift (approximate - precise): {}{}\n",
-             size(sample.drift, true), ratio);
-  fmt::print("walk gap (precise - walk):     {}\n",
-             size(difference(rss_of(r.precise), r.walk_rss), true));
+  if (task_cache) {
+    // status and statm read the atomics too: no precise /proc value.
+    fmt::print("\ndrift (kernel readers - exact): {}{}\n",
+               size(sample.drift, true), ratio);
+    fmt::print("walk gap (exact - walk):        {}\n",
+               size(difference(rss_of(r.exact), r.walk_rss), true));
+  } else {
+    fmt::print("\ndrift (approximate - precise): {}{}\n",
+               size(sample.drift, true), ratio);
+    fmt::print("walk gap (precise - walk):     {}\n",
+               size(difference(rss_of(r.precise), r.walk_rss), true));
+  }
   fmt::print("peak: VmHWM {}, true peak {}, gap (true - VmHWM) {}\n",
              size(r.vm_hwm), size(r.true_peak),
              size(difference(r.true_peak, r.vm_hwm), true));
@@ -148,13 +163,14 @@ void run(const ShowOptions& o) {
   if (o.live.enabled) return run_show_live(o.live, o.query, o.which);
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   const ProcessSummary p = find_process(*reader, o.query.db, o.which, o.run);
-  const int64_t page_size = page_size_of_run(*reader, p.run_id);
+  const RunInfo run = run_info(*reader, p.run_id);
+  const int64_t page_size = run.page_size;
   const std::optional<StoredSample> sample =
       checked(reader->latest_sample(p.id));
   const std::vector<ModelErrorRow> errors =
       checked(reader->latest_model_errors(p.id));
   if (o.query.json) {
-    fmt::print("{}\n", json_of(p, page_size, sample, errors).dump(2));
+    fmt::print("{}\n", json_of(p, run, sample, errors).dump(2));
     return;
   }
   fmt::print("pid {} '{}', run {}, start ticks {}{}\n", p.identity.pid,
@@ -179,7 +195,9 @@ void run(const ShowOptions& o) {
           : "model fidelity not measured";
   fmt::print("latest sample {}, {} threads, {}\n\n", local_time_text(r.time_ns),
              r.threads ? std::to_string(*r.threads) : "?", fidelity);
-  print_sources(*sample, page_size, o.query.unit(), errors);
+  if (const std::string note = counting_note(run.counting); !note.empty())
+    fmt::print("{}\n\n", note);
+  print_sources(*sample, run, o.query.unit(), errors);
 }
 
 }  // namespace

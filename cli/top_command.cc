@@ -39,6 +39,7 @@ nlohmann::json window_json(const ProcessWindow& w) {
   nlohmann::json j = process_identity_json(p);
   j.update(nlohmann::json{
       {"page_size", w.page_size},
+      {"counting", w.task_cache ? kCountingTaskCache : kCountingPercpu},
       {"rss_pages", json_or_null(rss)},
       {"rss_bytes", bytes(rss)},
       {"drift_pages", json_or_null(w.latest.drift)},
@@ -78,6 +79,9 @@ void run(const TopOptions& o) {
              local_time_text(window.since_ns), local_time_text(window.until_ns),
              windows.size());
   if (windows.empty()) return;
+  if (std::ranges::any_of(windows,
+                          [](const ProcessWindow& w) { return w.task_cache; }))
+    fmt::print("{}\n", counting_note(kCountingTaskCache));
   constexpr std::string_view kRow =
       "{:>7} {:<15} {:>11} {:>11} {:>12} {:>6} {:>7}\n";
   fmt::print(kRow, "PID", "COMM", "RSS", "DRIFT", "MAX |DRIFT|", "/BOUND",

@@ -161,6 +161,7 @@ class Daemon {
     h.kernel_release = run_.kernel_release;
     h.nr_cpus = run_.nr_cpus;
     h.batch = run_.batch;
+    h.counting = run_.counting;
     h.page_size = run_.page_size;
     h.events = live_.records();
     h.events_per_s = events_per_s_;
@@ -374,6 +375,7 @@ int run_daemon(const std::vector<std::string>& args) {
   run.kernel_release = host.kernel_release;
   run.nr_cpus = host.online_cpus;
   run.batch = host.percpu_batch;
+  if (!(*capture)->support().percpu_rss) run.counting = kCountingTaskCache;
   run.page_size = host.page_size;
   run.rssaudit_version = RSSAUDIT_VERSION;
   run.started_ns = realtime_ns();

@@ -96,6 +96,8 @@ void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
     if (mm.kernel_count_known[m]) row.approximate[m] = mm.kernel_count[m];
     // Absolute from creation, or since a resync from /proc.
     if (mm.exact_known[m]) row.exact[m] = mm.exact(m);
+    // Before 6.2 status reads the atomics, as every reader: not precise.
+    if (mm.summary.task_cache) continue;
     if (auto pages = s.status.member_pages(static_cast<Member>(m), page_size_))
       row.precise[m] = static_cast<int64_t>(*pages);
   }

@@ -14,7 +14,11 @@ LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
   Topology host;
   host.nr_cpus = health.nr_cpus;
   host.upstream_batch = health.batch;
-  const int64_t bound = kRssCounters * *UpstreamPercpu(host).bound(kAnonPages);
+  // Before 6.2 a thread's cache is bounded by its faults, not in time.
+  const int64_t bound =
+      health.counting == "task_cache"
+          ? 0
+          : kRssCounters * *UpstreamPercpu(host).bound(kAnonPages);
   view.health = std::move(health);
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     const MmSummary& s = mm.summary;

@@ -24,12 +24,14 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   fmt::print(out,
              "summary live_mms={} finished_mms={} updates={} exact={} "
              "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
-             "unlocked={} late={} depth_unknown={} drops={} "
+             "unlocked={} late={} depth_unknown={} syncs={} "
+             "sync_mismatches={} reordered={} drops={} "
              "bad_records={} fidelity={} ({}/{})\n",
              pipeline.live_mms(), mms.size() - pipeline.live_mms(),
              stats.updates, stats.exact, stats.ambiguous, stats.no_baseline,
              stats.inconsistent, stats.count_ahead, stats.unlocked,
-             stats.late_overlaps, stats.depth_unknown, drops, stats.bad_records,
+             stats.late_overlaps, stats.depth_unknown, stats.syncs,
+             stats.sync_mismatches, stats.reordered, drops, stats.bad_records,
              // Not measured, never a made-up 100%, when nothing was compared.
              checked
                  ? fmt::format("{:.4f}%",

@@ -97,8 +97,8 @@ std::string Store::sql_text(Sql q) {
   switch (q) {
     case kUpsertRun:
       return "INSERT INTO runs (id, host, kernel_release, nr_cpus, batch, "
-             "page_size, rssaudit_version, started_ns, ended_ns) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+             "page_size, rssaudit_version, started_ns, ended_ns, counting) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
              "ON CONFLICT (id) DO UPDATE SET ended_ns = excluded.ended_ns";
     case kUpsertProcess:
       return "INSERT INTO processes (id, run_id, pid, start_ticks, comm, "
@@ -350,6 +350,7 @@ Result<void, StoreError> Store::write_batch() {
     q.bind_text(7, run_.rssaudit_version);
     q.bind(8, run_.started_ns);
     q.bind_optional(9, run_ended_ns_);
+    q.bind_text(10, run_.counting);
     if (s = db_->run(q, what); !s) return s;
   }
   for (int64_t id : dirty_processes_) {

@@ -136,7 +136,7 @@ Result<std::vector<RunSummary>, StoreError> StoreReader::list_runs() {
   return rows(
       "SELECT r.id, r.host, r.kernel_release, r.nr_cpus, r.batch, "
       "r.page_size, r.rssaudit_version, r.started_ns, r.ended_ns, "
-      "(SELECT count(*) FROM processes p WHERE p.run_id = r.id) "
+      "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), r.counting "
       "FROM runs r ORDER BY r.id",
       [](Statement&) {},
       [](const Statement& q) {
@@ -151,6 +151,7 @@ Result<std::vector<RunSummary>, StoreError> StoreReader::list_runs() {
         r.info.started_ns = q.column_int(7);
         r.ended_ns = q.column_optional(8);
         r.processes = q.column_int(9);
+        r.info.counting = q.column_text(10);
         return r;
       });
 }
@@ -257,9 +258,10 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
           "  worst.time_ns, "
           "  (SELECT m.bound FROM model_errors m "
           "   INDEXED BY model_errors_by_time WHERE m.process_id = p.id "
-          "   AND m.scheme = ?3 AND m.end_ns >= max(?1, p.first_seen_ns) "
+          "   AND m.scheme = CASE r.counting WHEN ?4 THEN ?5 ELSE ?3 END "
+          "   AND m.end_ns >= max(?1, p.first_seen_ns) "
           "   AND m.end_ns < min(?2, p.last_seen_ns + 1) "
-          "   ORDER BY m.end_ns DESC LIMIT 1) "
+          "   ORDER BY m.end_ns DESC LIMIT 1), r.counting "
           "FROM w JOIN processes p ON p.id = w.process_id "
           "JOIN runs r ON r.id = p.run_id "
           "JOIN samples s ON s.rowid = w.newest "
@@ -268,7 +270,10 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
       [&](Statement& s) {
         s.bind(1, since_ns);
         s.bind(2, until_ns);
-        s.bind_text(3, SchemeSet::kNames[0]);
+        // The bound of the kernel's own scheme.
+        s.bind_text(3, UpstreamPercpu::kName);
+        s.bind_text(4, kCountingTaskCache);
+        s.bind_text(5, PerTaskCache::kName);
       },
       [](const Statement& q) {
         ProcessWindow w;
@@ -282,6 +287,7 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
         w.worst_drift = q.column_optional(i++);
         w.worst_at_ns = q.column_optional(i++).value_or(0);
         w.bound = q.column_optional(i++);
+        w.task_cache = q.column_text(i++) == kCountingTaskCache;
         return w;
       });
 }

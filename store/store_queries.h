@@ -62,9 +62,13 @@ struct ProcessWindow {
   // the window has a drift.
   std::optional<int64_t> worst_drift;
   int64_t worst_at_ns = 0;
-  // The upstream scheme's bound in the newest model_errors interval that
-  // ended in the window: the kernel's own error bound for this mm.
+  // The bound of the kernel's own scheme (upstream; before 6.2 per_task,
+  // which has none) in the newest model_errors interval that ended in the
+  // window.
   std::optional<int64_t> bound;
+  // Its run's kernel counted with per-task caches (runs.counting): no
+  // /proc value is precise there; drift is against the update stream.
+  bool task_cache = false;
 };
 
 // Per scheme over a window: the interval with the largest error.

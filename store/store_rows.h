@@ -9,16 +9,26 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/schemes/update.h"
 
 namespace rssaudit {
 
+// runs.counting: how the audited kernel counted RSS (schema/006).
+inline constexpr std::string_view kCountingPercpu = "percpu_counter";
+inline constexpr std::string_view kCountingTaskCache = "task_cache";
+
 struct RunInfo {
   std::string host{};
   std::string kernel_release{};
   uint32_t nr_cpus = 0;
-  int32_t batch = 0;      // the kernel's percpu_counter batch for rss_stat
+  // The percpu_counter batch of rss_stat for these CPUs: the kernel's own
+  // since 6.2; before, the one the upstream model uses.
+  int32_t batch = 0;
+  // kCountingPercpu, or kCountingTaskCache: a kernel before 6.2, whose
+  // every reader (status and statm too) shows the atomics only.
+  std::string counting{kCountingPercpu};
   int64_t page_size = 0;  // bytes
   std::string rssaudit_version{};
   int64_t started_ns = 0;

@@ -22,6 +22,9 @@ struct DaemonHealth {
   std::string kernel_release{};
   uint32_t nr_cpus = 0;
   int32_t batch = 0;  // the kernel's percpu_counter batch for rss_stat
+  // How the kernel counts RSS: "percpu_counter" (6.2+) or "task_cache"
+  // (before: every reader, status too, sees the atomics only).
+  std::string counting{"percpu_counter"};
   int64_t page_size = 4096;
   uint64_t events = 0;      // capture records consumed since start
   double events_per_s = 0;  // over the last sampling interval
@@ -56,8 +59,9 @@ struct LiveProcess {
   // update since the capture started); else kernel_rss is partial.
   bool kernel_known = false;
   int64_t peak_rss = 0;  // true peak
-  // The upstream percpu_counter bound on |kernel_rss - exact_rss|: three
-  // counters (file, anon, shmem), nr_cpus * (batch - 1) each.
+  // The kernel's bound on |kernel_rss - exact_rss| (percpu_counter: three
+  // counters, file, anon and shmem, nr_cpus * (batch - 1) each); 0: none
+  // (before 6.2 a thread's cache is bounded by its faults, not in time).
   int64_t bound = 0;
   std::array<int64_t, SchemeSet::kCount> largest_error{};  // kNames order
 

@@ -123,6 +123,7 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.kernel_release = r.string("kernel_release");
   h.nr_cpus = r.integer<uint32_t>("nr_cpus");
   h.batch = r.integer<int32_t>("batch");
+  h.counting = r.string("counting");
   h.page_size = r.integer<int64_t>("page_size");
   h.events = r.integer<uint64_t>("events");
   h.events_per_s = r.real("events_per_s");
@@ -180,6 +181,7 @@ json health_to_json(const DaemonHealth& h) {
       {"kernel_release", h.kernel_release},
       {"nr_cpus", h.nr_cpus},
       {"batch", h.batch},
+      {"counting", h.counting},
       {"page_size", h.page_size},
       {"events", h.events},
       {"events_per_s", number_or_null(h.events_per_s)},

@@ -111,8 +111,8 @@ uint64_t magnitude(int64_t v) {
 struct Group {
   std::string name;
   int64_t drift = 0;
-  uint64_t largest = 0;  // largest |drift| of a member
-  int64_t bound = 0;
+  uint64_t largest = 0;           // largest |drift| of a member
+  int64_t bound = 0;              // 0: no member has one (a kernel before 6.2)
   std::optional<double> ratio{};  // largest |drift| / bound of a member
   uint64_t checked = 0;
   uint64_t matched = 0;
@@ -227,14 +227,14 @@ void add_groups(Builder& b, const LiveView& view,
       b.family("rssaudit_group_largest_drift_pages", Type::kGauge, "pages",
                "Largest absolute drift of a process in the group.");
   auto& bound = b.family("rssaudit_group_bound_pages", Type::kGauge, "pages",
-                         "Summed upstream percpu_counter error bound of the "
-                         "group's processes.");
+                         "Summed percpu_counter error bound of the group's "
+                         "processes (absent before Linux 6.2: no bound).");
   auto& ratio = b.family("rssaudit_group_drift_bound_ratio", Type::kGauge, "",
                          "Largest absolute drift over bound of a process in "
                          "the group.");
   auto& fid = b.family("rssaudit_group_fidelity_ratio", Type::kGauge, "",
-                       "Share of checked updates at which the upstream model "
-                       "equalled the kernel count.");
+                       "Share of checks at which the model of the kernel's "
+                       "own scheme equalled the kernel count.");
   auto& count = b.family("rssaudit_group_processes", Type::kGauge, "",
                          "Audited processes in the group.");
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -245,7 +245,7 @@ void add_groups(Builder& b, const LiveView& view,
     if (i >= options.top_n) labels.emplace_back("folded", "true");
     add(drift, labels, number(g.drift));
     add(largest, labels, number(g.largest));
-    add(bound, labels, number(g.bound));
+    if (g.bound > 0) add(bound, labels, number(g.bound));
     if (g.ratio) add(ratio, labels, number(*g.ratio));
     if (auto f = fidelity(g.checked, g.matched)) add(fid, labels, number(*f));
     add(count, labels, number(g.processes));
@@ -258,16 +258,17 @@ void add_processes(Builder& b, const LiveView& view,
                          "Kernel approximate minus exact RSS, for the "
                          "processes with the largest absolute drift.");
   auto& bound = b.family("rssaudit_process_bound_pages", Type::kGauge, "pages",
-                         "Upstream percpu_counter error bound on the drift.");
+                         "The kernel's percpu_counter error bound on the "
+                         "drift (absent before Linux 6.2: no bound).");
   auto& exact = b.family("rssaudit_process_exact_rss_pages", Type::kGauge,
                          "pages", "RSS from the audited update stream.");
   auto& fid = b.family("rssaudit_process_fidelity_ratio", Type::kGauge, "",
-                       "Share of checked updates at which the upstream model "
-                       "equalled the kernel count.");
+                       "Share of checks at which the model of the kernel's "
+                       "own scheme equalled the kernel count.");
   for (const auto* p : ranked_processes(view, options)) {
     const Labels labels{{"pid", number(uint64_t{p->pid})}, {"comm", p->comm}};
     add(drift, labels, number(p->drift()));
-    add(bound, labels, number(p->bound));
+    if (p->bound > 0) add(bound, labels, number(p->bound));
     add(exact, labels, number(p->exact_rss));
     if (auto f = fidelity(p->fidelity_checked, p->fidelity_matched)) {
       add(fid, labels, number(*f));
@@ -301,7 +302,8 @@ void add_health(Builder& b, const LiveView& view,
                "event (needs kernel.bpf_stats_enabled).");
   if (h.bpf_ns_per_event) add(cost, none, number(*h.bpf_ns_per_event / 1e9));
   add(b.family("rssaudit_fidelity_checks", Type::kCounter, "",
-               "Updates at which the upstream model was compared with the "
+               "Updates at which the model of the kernel's own scheme "
+               "(upstream; before Linux 6.2 per_task) was compared with the "
                "kernel count."),
       none, number(h.fidelity_checked));
   add(b.family("rssaudit_fidelity_matches", Type::kCounter, "",
@@ -338,7 +340,10 @@ void add_health(Builder& b, const LiveView& view,
   add(b.family("rssaudit_build", Type::kInfo, "", "rssaudit build."),
       {{"version", options.version}}, "1");
   add(b.family("rssaudit_host", Type::kInfo, "", "The audited host."),
-      {{"host", h.host}, {"kernel_release", h.kernel_release}}, "1");
+      {{"host", h.host},
+       {"kernel_release", h.kernel_release},
+       {"counting", h.counting}},
+      "1");
 }
 
 std::deque<Family> build(const LiveView& view, const MetricsOptions& options) {

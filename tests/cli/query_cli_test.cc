@@ -334,5 +334,70 @@ TEST_F(QueryCli, HtmlReportRendersInHeadlessChromium) {
   EXPECT_NE(dom.out.find("big drifter"), std::string::npos);
 }
 
+// A run of a kernel before 6.2: no sample holds a precise value (status
+// reads the atomics too), and every query says which value is exact.
+TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
+  std::string templ = fs::temp_directory_path() / "rssaudit-q61-XXXXXX";
+  const fs::path dir = mkdtemp(templ.data());
+  const std::string db = dir / "history.db";
+  {
+    auto opened = Store::open(db, {});
+    ASSERT_TRUE(opened.has_value()) << opened.error().message;
+    Store& s = *opened.value();
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    s.begin_run(RunInfo{.host = "old",
+                        .kernel_release = "6.1.0-57-cloud-amd64",
+                        .nr_cpus = 4,
+                        .batch = 32,
+                        .counting = std::string(kCountingTaskCache),
+                        .page_size = 4096,
+                        .rssaudit_version = "0.1.0",
+                        .started_ns = now - 10 * kMinute});
+    const int64_t p = s.upsert_process({700, 7000}, "threads", "/t", now);
+    SampleRow r;
+    r.process_id = p;
+    r.time_ns = now - kMinute;
+    r.approximate = {300, 2900, 0, 0};  // the atomics, as every reader
+    r.stat_rss = 3200;
+    r.statm_resident = 3200;
+    r.exact = {300, 3034, 0, 0};  // 134 anon pages in threads' caches
+    r.walk_rss = 3334;
+    s.add_sample(r);
+    ASSERT_TRUE(s.flush().has_value());
+  }
+  const std::string args = " --db " + db + " --pages";
+  const auto show = run_command(kCli + " show threads" + args);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("atomics fed by per-task caches"), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("drift (kernel readers - exact): -134 pg"),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("walk gap (exact - walk):        0 pg"),
+            std::string::npos)
+      << show.out;
+  EXPECT_EQ(show.out.find("% of the kernel's bound"), std::string::npos);
+  for (const std::string& line : lines_of(show.out))
+    EXPECT_LE(line.size(), 80u) << line;
+  const auto j = nlohmann::json::parse(
+      run_command(kCli + " show threads --json" + args).out);
+  EXPECT_EQ(j["counting"], "task_cache");
+  EXPECT_TRUE(j["sample"]["sources"]["precise"]["rss_pages"].is_null());
+  EXPECT_EQ(j["sample"]["drift_pages"], -134);
+  const auto top = run_command(kCli + " top" + args);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("per-task caches"), std::string::npos) << top.out;
+  const auto tj =
+      nlohmann::json::parse(run_command(kCli + " top --json" + args).out);
+  EXPECT_EQ(tj["processes"][0]["counting"], "task_cache");
+  EXPECT_TRUE(tj["processes"][0]["bound_pages"].is_null());
+  const auto history = run_command(kCli + " history threads" + args);
+  EXPECT_NE(history.out.find("per-task caches"), std::string::npos)
+      << history.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace rssaudit

@@ -385,5 +385,40 @@ TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
   EXPECT_EQ(recorder_->stats().exits, 0u);
 }
 
+// Before 6.2 /proc/PID/status reads the atomics as every reader does: a
+// sample stores no precise value, and its drift is the atomics' against the
+// stream's exact value (the pages a thread's cache hides).
+TEST_F(HistoryRecorderTest, AKernelWithPerTaskCachesStoresNoPreciseValue) {
+  Child child(Child::kWaiting);
+  pipeline_.on_mm_created(key_, true);
+  for (int i = 0; i < 5; ++i) {
+    Update u;
+    u.time_ns = static_cast<uint64_t>(++clock_);
+    u.task = child.pid();
+    u.delta = 1;
+    u.member = kAnonPages;
+    u.flags = kUpdateByOwner | kUpdateInFault;  // cached by the task
+    UpdateInfo info;
+    info.end_ns = u.time_ns;
+    info.kernel_count = 0;  // the atomic: no reader sees a cached page
+    info.tgid = child.pid();
+    info.task_cache = true;
+    pipeline_.on_update(key_, u, info);
+  }
+  recorder_->sample(pipeline_, 11 * kSecond);
+  const RecordedIdentity* who = recorder_->identity(kMmAddr);
+  ASSERT_NE(who, nullptr);
+  auto reader = flushed_reader();
+  auto rows = reader->process_history(who->process_id, 0, 100 * kSecond);
+  ASSERT_TRUE(rows.has_value()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1u);
+  const StoredSample& s = rows.value()[0];
+  for (int m = 0; m < kMembers; ++m) EXPECT_FALSE(s.row.precise[m]) << m;
+  EXPECT_TRUE(s.row.stat_rss);  // what the kernel's readers show is kept
+  EXPECT_EQ(s.row.exact[kAnonPages], 5);
+  EXPECT_EQ(s.row.approximate[kAnonPages], 0);
+  EXPECT_EQ(s.drift, -5);
+}
+
 }  // namespace
 }  // namespace rssaudit

@@ -243,6 +243,24 @@ TEST(StoreSchema, VersionFourRingDropsAreKeptAsCaptureDrops) {
             "7,3");
 }
 
+// Before version 6 rssauditd refused kernels before 6.2: every run counted
+// with percpu_counters, and says so after the upgrade.
+TEST(StoreSchema, VersionFiveRunsCountedWithPercpuCounters) {
+  TempDir dir;
+  const std::string path = dir.file("v5.db");
+  old_database(path, 5, "");
+  std::unique_ptr<Store> store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  RunInfo run = test_run(5000);
+  run.counting = kCountingTaskCache;
+  store->begin_run(run);
+  ASSERT_TRUE(store->flush().has_value());
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT group_concat(counting, ',') FROM (SELECT "
+                    "counting FROM runs ORDER BY id)"),
+            "percpu_counter,task_cache");
+}
+
 TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
@@ -541,6 +559,42 @@ TEST(StoreRoundTrip, TopDriftRanksProcessesByLargestDriftInTheWindow) {
   EXPECT_EQ(top.value()[0].samples, 2);
   EXPECT_EQ(top.value()[1].process.comm, "small");
   EXPECT_EQ(top.value()[1].drift_pages, -8);
+}
+
+// A run of a kernel before 6.2 says so, and its processes' bound is that of
+// per_task, the kernel's own scheme (none), not upstream's.
+TEST(StoreRoundTrip, ARunOfPerTaskCachesKeepsItsCountingAndHasNoBound) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  RunInfo run = test_run();
+  run.counting = kCountingTaskCache;
+  store->begin_run(run);
+  const int64_t p = store->upsert_process({1, 1}, "threads", "/", 0);
+  store->add_sample(make_sample(p, 10, 100));
+  for (size_t i = 0; i < SchemeSet::kCount; ++i)
+    store->add_model_error({.process_id = p,
+                            .start_ns = 0,
+                            .end_ns = 10,
+                            .scheme = i,
+                            .largest_error = 1,
+                            .bound = SchemeSet::kNames[i] == PerTaskCache::kName
+                                         ? std::nullopt
+                                         : std::optional<int64_t>(62),
+                            .shared_updates = 0,
+                            .bytes_per_mm = 0});
+  ASSERT_TRUE(store->flush().has_value());
+  std::unique_ptr<StoreReader> reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto runs = reader->list_runs();
+  ASSERT_TRUE(runs.has_value()) << runs.error().message;
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs.value()[0].info.counting, kCountingTaskCache);
+  auto windows = reader->process_windows(0, 100);
+  ASSERT_TRUE(windows.has_value()) << windows.error().message;
+  ASSERT_EQ(windows->size(), 1u);
+  EXPECT_TRUE(windows.value()[0].task_cache);
+  EXPECT_FALSE(windows.value()[0].bound);
 }
 
 // ----------------------------------------------------------- crash safety --

@@ -212,8 +212,25 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
   EXPECT_TRUE(contains(om, "\nrssaudit_page_size_bytes 4096\n"));
   EXPECT_TRUE(contains(om, "# TYPE rssaudit_build info\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_build_info{version=\"0.1.0\"} 1\n"));
-  EXPECT_TRUE(contains(
-      om, "\nrssaudit_host_info{host=\"box\",kernel_release=\"6.1.0\"} 1\n"));
+  EXPECT_TRUE(contains(om,
+                       "\nrssaudit_host_info{host=\"box\",kernel_release="
+                       "\"6.1.0\",counting=\"percpu_counter\"} 1\n"))
+      << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_process_bound_pages{"));
+}
+
+// Before 6.2 no bound holds a thread's cache in time: no bound series, never
+// a made-up 0; the host says how its kernel counts.
+TEST(OpenMetrics, AKernelWithPerTaskCachesHasNoBoundSeries) {
+  LiveView v = sample_view();
+  v.health.counting = "task_cache";
+  for (LiveProcess& p : v.processes) p.bound = 0;
+  const auto om = render_openmetrics(v, {});
+  EXPECT_FALSE(contains(om, "\nrssaudit_process_bound_pages{")) << om;
+  EXPECT_FALSE(contains(om, "\nrssaudit_group_bound_pages{")) << om;
+  EXPECT_FALSE(contains(om, "\nrssaudit_group_drift_bound_ratio{")) << om;
+  EXPECT_TRUE(contains(om, "counting=\"task_cache\"} 1\n")) << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_process_drift_pages{")) << om;
 }
 
 TEST(OpenMetrics, EndsWithOneEofLine) {
