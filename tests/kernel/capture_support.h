@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,6 +42,20 @@ inline TestCapture open_test_capture() {
   return t;
 }
 
+// Faults `pages` fresh anonymous 4 KiB pages, one fault and one update
+// each (no THP); in a child, exits 3 when it cannot map them.
+inline char* touch_pages(size_t pages) {
+  constexpr size_t kPage = 4096;
+  char* p =
+      static_cast<char*>(mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (p == MAP_FAILED) _exit(3);
+  madvise(p, pages * kPage, MADV_NOHUGEPAGE);
+  for (size_t i = 0; i < pages; ++i)
+    static_cast<volatile char*>(p)[i * kPage] = 1;
+  return p;
+}
+
 // Moves the calling thread to `cpu` (now, before returning).
 inline void pin_to(int cpu) {
   cpu_set_t set;
@@ -57,6 +73,29 @@ inline void pin_to(int cpu) {
     if (!t_.skip.empty()) GTEST_SKIP() << t_.skip; \
     if (!t_.capture) FAIL() << t_.error;           \
     dest = std::move(t_.capture);                  \
+  } while (0)
+
+// Skips a test written for the other counting scheme of the kernel (the
+// capture loads here; the kernel counts differently). The line it prints
+// is how tests/vm/run_matrix.sh tells such a skip from a capture that
+// failed to load, even under --gtest_brief.
+#define RSSAUDIT_SCHEME_SKIP(why)                                              \
+  do {                                                                         \
+    std::printf(                                                               \
+        "[ scheme-skip ] %s: %s\n",                                            \
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), why); \
+    GTEST_SKIP() << why;                                                       \
+  } while (0)
+
+// Skips a test of the percpu_counter scheme (Linux 6.2+: per-CPU slots,
+// folds, the upstream model) on a kernel that counts otherwise.
+#define RSSAUDIT_SKIP_UNLESS_PERCPU_COUNTERS(capture)                  \
+  do {                                                                 \
+    if (!(capture).support().percpu_rss)                               \
+      RSSAUDIT_SCHEME_SKIP(                                            \
+          "the kernel counts RSS with atomics and per-task caches "    \
+          "(before Linux 6.2), not percpu_counters: no per-CPU slots " \
+          "to test (TaskCacheTest covers that scheme)");               \
   } while (0)
 
 // The reconstructor options the daemon uses on this host.
