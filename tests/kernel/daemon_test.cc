@@ -6,18 +6,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "capture/bpf_capture.h"
 #include "core/formats/record_format.h"
 #include "core/schemes/update.h"
 #include "os/clock.h"
 #include "store/store_queries.h"
+#include "tests/kernel/capture_support.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {
@@ -194,6 +197,114 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
     std::filesystem::remove(db + suffix);
 }
 
+// Before 6.2, rssauditd as the README runs it, over a process whose 8
+// threads each fault 32 pages (fewer than the 64 events that would sync
+// them): its history, show and report show the pages every reader misses,
+// and the exact value equals a page-table walk.
+TEST(Daemon, ShowsThePagesThreadsHideFromEveryReaderBefore62) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  if (probe_capture_support().percpu_rss)
+    RSSAUDIT_SCHEME_SKIP(
+        "the kernel counts RSS with percpu_counters (Linux 6.2+): no "
+        "per-task caches to hide pages in");
+  constexpr int kThreads = 8, kPages = 32;
+  const std::string db =
+      std::filesystem::temp_directory_path() /
+      ("rssaudit-threads-" + std::to_string(getpid()) + ".db");
+  const std::string err = db + ".err", pid_file = db + ".pid";
+  std::thread shell([&] {
+    testing::run_command("( " + std::string(RSSAUDIT_DAEMON) + " --db " + db +
+                         " --sample-interval 0.2 --walk all "
+                         "--walk-interval 0.3 2>" +
+                         err + " & echo $! > " + pid_file + "; wait $! )");
+  });
+  for (int i = 0;
+       i < 300 && testing::slurp(err).find("capturing") == std::string::npos;
+       ++i)
+    usleep(100'000);
+  int touched[2], hold[2];
+  ASSERT_EQ(pipe(touched), 0);
+  ASSERT_EQ(pipe(hold), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(hold[1]);
+    std::atomic<int> done{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&] {
+        testing::touch_pages(kPages);
+        ++done;
+        char c;
+        while (read(hold[0], &c, 1) > 0) {
+        }
+      });
+    while (done < kThreads) usleep(1000);
+    char c = 1;
+    if (write(touched[1], &c, 1) != 1) _exit(1);
+    for (std::thread& t : threads) t.join();
+    _exit(0);
+  }
+  close(touched[1]);
+  close(hold[0]);
+  char c;
+  ASSERT_EQ(read(touched[0], &c, 1), 1);
+  const int64_t quiet_from = realtime_ns() + 100'000'000;
+  usleep(2'000'000);
+  const int64_t quiet_until = realtime_ns() - 300'000'000;
+  close(hold[1]);
+  waitpid(child, nullptr, 0);
+  usleep(500'000);
+  kill(std::stoi(testing::slurp(pid_file)), SIGTERM);
+  shell.join();
+  const std::string log = testing::slurp(err);
+  for (const std::string& f : {err, pid_file}) std::filesystem::remove(f);
+
+  auto reader = StoreReader::open_read_only(db);
+  ASSERT_TRUE(reader.has_value()) << reader.error().message;
+  auto procs = reader.value()->processes_with_pid(child);
+  ASSERT_TRUE(procs.has_value() && procs->size() == 1u) << log;
+  auto history =
+      reader.value()->process_history(procs.value()[0].id, 0, INT64_MAX);
+  ASSERT_TRUE(history.has_value());
+  int quiet = 0, walked = 0;
+  for (const StoredSample& s : history.value()) {
+    const SampleRow& r = s.row;
+    if (r.time_ns < quiet_from || r.time_ns > quiet_until) continue;
+    ++quiet;
+    EXPECT_FALSE(r.precise[kAnonPages]) << "status reads the atomics";
+    ASSERT_TRUE(s.drift) << log;
+    // Each thread's 32 pages, and its stack's: at most 66 faults each.
+    EXPECT_LE(*s.drift, -int64_t{kThreads} * kPages);
+    EXPECT_GE(*s.drift, -int64_t{kThreads + 1} * 66 * 17);
+    if (r.walk_rss) {
+      ++walked;
+      EXPECT_EQ(*r.walk_rss, *r.exact[kFilePages] + *r.exact[kAnonPages] +
+                                 *r.exact[kShmemPages]);
+    }
+  }
+  EXPECT_GE(quiet, 3) << "samples of the threads holding their pages";
+  EXPECT_GE(walked, 1) << "a walk of the process at rest";
+  const std::string cli = std::string(RSSAUDIT_CLI) + " ";
+  const auto show =
+      testing::run_command(cli + "show " + std::to_string(child) + " --db " +
+                           db + " --run " +
+                           std::to_string(procs.value()[0].run_id));
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("drift (kernel readers - exact): -"),
+            std::string::npos)
+      << show.out;
+  const auto report = testing::run_command(
+      cli + "export --format html --since 1h -o " + db + ".html --db " + db);
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(testing::slurp(db + ".html").find("atomics + per-task caches"),
+            std::string::npos);
+  std::filesystem::remove(db + ".html");
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(db + suffix);
+}
+
 // SIGHUP reloads the config file: a bad one is refused naming its file,
 // line and key while the daemon keeps running on the old settings; a good
 // one applies (here: periodic summaries), and settings read only at start
@@ -292,7 +403,9 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
     if (p.at("comm") == "python3" && p.at("exact_rss_pages").is_number() &&
         p.at("exact_rss_pages").get<int64_t>() >= 8192)
       found = true;
-  EXPECT_TRUE(found) << "the 32 MiB python3 is listed live: " << top.dump();
+  EXPECT_TRUE(found) << "the 32 MiB python3 is listed live: " << top.dump()
+                     << "\nstatus " << status.dump() << "\n"
+                     << testing::slurp(err);
   const std::string scrape = testing::slurp(metrics);
   EXPECT_NE(scrape.find("rssaudit_events_total "), std::string::npos) << scrape;
   if (std::system("command -v promtool >/dev/null") == 0) {
@@ -317,6 +430,7 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
   const std::string sock = base + ".sock", db = base + ".db";
   const std::string err = base + ".err", show_file = base + ".show";
   const std::string touched = base + ".touched";
+  const std::string status_file = base + ".status";
   // The query once the workload has touched its memory (a TCG guest with
   // 64 vCPUs takes seconds to start python3), while it still runs.
   const auto r = testing::run_command(
@@ -329,10 +443,15 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
       touched + " & w=$!; " +
       testing::shell_wait_for(touched, "touched", "$w") + "sleep 0.5; " +
       std::string(RSSAUDIT_CLI) + " show --live --json --socket " + sock +
-      " $w > " + show_file + "; wait $w; kill -TERM $d; wait $d )");
+      " $w > " + show_file + "; " + std::string(RSSAUDIT_CLI) +
+      " status --json --socket " + sock + " > " + status_file +
+      "; wait $w; kill -TERM $d; wait $d )");
   ASSERT_EQ(r.exit_code, 0) << r.err << testing::slurp(err);
   const std::string shown = testing::slurp(show_file);
-  ASSERT_FALSE(shown.empty()) << "show --live printed nothing: " << r.err;
+  ASSERT_FALSE(shown.empty())
+      << "show --live printed nothing: " << r.err << "\nstatus "
+      << testing::slurp(status_file) << "\n"
+      << testing::slurp(err);
   const auto show = nlohmann::json::parse(shown);
   EXPECT_EQ(show.at("comm"), "python3") << show.dump();
   EXPECT_GT(show.at("start_ticks").get<uint64_t>(), 0u) << show.dump();
@@ -341,7 +460,7 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
             std::string::npos)
       << "the exit summary says nothing was recorded: " << log;
   for (const std::string& f :
-       {err, show_file, touched, db, db + "-wal", db + "-shm"})
+       {err, show_file, status_file, touched, db, db + "-wal", db + "-shm"})
     std::filesystem::remove(f);
 }
 
