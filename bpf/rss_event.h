@@ -66,7 +66,10 @@ struct rss_event {
   __u16 cpu;
   __u16 faults; /* UPDATE by the owner: the task's page faults so far
                    (min_flt + maj_flt, plus a user fault in progress), mod
-                   2^16; user space differences them per task */
+                   2^16; user space differences them per task. But with
+                   RSS_EVF_ATOMIC (before 6.2): the owner's cache of the
+                   member at the add, an __s16, ±0x7fff when it did not
+                   fit (0 for another task's add) */
   __u8 kind;    /* enum rss_event_kind */
   __u8 member;  /* UPDATE: MM_FILEPAGES..MM_SHMEMPAGES */
   __u8 flags;   /* RSS_EVF_* */

@@ -133,12 +133,16 @@ int BPF_PROG(on_rss_stat_atomic, struct mm_struct* mm, int member, long count) {
   const bool owner = cur->mm == mm;
   if (!mm_wanted((__u64)mm, tgid, owner)) return 0;
   /* Not RSS_EVF_IN_FAULT, even from a fault: what the kernel cached is
-   * what the per_task model caches, and that is add_mm_counter_fast()'s. */
+   * what the per_task model caches, and that is add_mm_counter_fast()'s.
+   * The owner's cache of the member as it is now: a fold's add runs before
+   * sync_mm_rss() zeroes it, so a fold whose announcement went unseen is
+   * still told apart (rss_event.h). */
   __u8 flags = RSS_EVF_ATOMIC;
-  __u16 faults = 0;
+  __u16 cache_now = 0;
   if (owner) {
     flags |= RSS_EVF_OWNER;
-    faults = faults_so_far(cur, false);
+    const int c = cached(cur, member);
+    cache_now = (__u16)(c > 0x7fff ? 0x7fff : c < -0x7fff ? -0x7fff : c);
   } else if (mm_creating(mm, cur)) {
     flags |= RSS_EVF_CREATING;
   }
@@ -148,7 +152,7 @@ int BPF_PROG(on_rss_stat_atomic, struct mm_struct* mm, int member, long count) {
                                       cur->pid, tgid, start_ns, flags);
   if (!e) return 0;
   e->member = member;
-  e->faults = faults;
+  e->faults = cache_now;
   e->aux = count;
   const __s64 moved = atomic_count(mm, member) - count;
   e->slot = moved == 0            ? 0

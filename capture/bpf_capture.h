@@ -148,9 +148,12 @@ class BpfCapture {
 
   // Records lost since open: refused by a full stream (counted in BPF,
   // summed over CPUs), never published (StreamReader::skipped()), or never
-  // written because the kernel skipped a program's run (recursion misses).
-  // A few syscalls: call per drain, not per event.
+  // written because the kernel skipped a run of an update program
+  // (recursion misses). A few syscalls: call per drain, not per event.
   uint64_t drops() const;
+  // Runs of the sync and exit hooks the kernel skipped: their records are
+  // missing, no update is (a kprobe's skips go uncounted before 6.7).
+  uint64_t hook_misses() const;
 
   // Mean kernel time of the update programs per run (rss_stat; before 6.2
   // also add_mm_counter_fast), from the kernel's
@@ -203,6 +206,7 @@ class BpfCapture {
   void add_limits(const std::string& why_no_exits,
                   const std::string& why_no_kprobes);
   void add_percpu_limits();
+  uint64_t misses(bool hooks) const;
 
   std::unique_ptr<StreamReader> streams_;
   uint32_t possible_cpus_ = 0;

@@ -164,6 +164,9 @@ struct ReconstructorStats {
   uint64_t syncs = 0;
   uint64_t sync_mismatches = 0;
   uint64_t reordered = 0;
+  // Folds whose sync's announcement did not come (its program skipped),
+  // told by the cache the task still held at the add; flagged.
+  uint64_t unannounced_folds = 0;
   uint64_t mms_created = 0;
   uint64_t mms_destroyed = 0;
   uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()

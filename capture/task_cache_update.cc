@@ -7,6 +7,7 @@
 // what it may have upset, are flagged. A sync moves pages from a task's
 // cache into the atomic and leaves the exact value as it was: the sink
 // hears of it as a fold (kCacheSync of one member, with the new atomic).
+#include <cstdlib>
 #include <limits>
 
 #include "capture/delta_reconstructor.h"
@@ -43,12 +44,6 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   MmState& st = update_mm(e);
   st.task_cache = true;
   const uint64_t start = start_of(e), end = end_of(e);
-  TaskState* folding = nullptr;
-  if ((e.flags & RSS_EVF_ATOMIC) && owner) {
-    const auto it = tasks_.find(e.tid);
-    if (it != tasks_.end() && (it->second.syncing >> m & 1))
-      folding = &it->second;
-  }
   // The atomic's move since the counter's previous record in the sequence.
   // Summed over records it telescopes to the atomic's own move even where
   // adds took their places in the sequence out of order, so each record
@@ -57,20 +52,47 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   int64_t moved = 0;
   bool ambiguous = st.count_known[m] && st.suspect_next[m];
   if (st.count_known[m]) moved = e.aux - st.count[m];
+  // The owner's own atomic add: a fold of its cache if it announced one,
+  // or if the cache it still held at the add (its record says) is what
+  // moved the atomic: a fold whose announcement went unseen (its program
+  // skipped: counted by the kernel as a miss). An add the cache's amount
+  // by chance, THP's 512 pages say, would be taken for a fold.
+  TaskState* folding = nullptr;
+  int32_t fold_pages = 0;
+  if ((e.flags & RSS_EVF_ATOMIC) && owner) {
+    const auto cache_now = static_cast<int16_t>(e.faults);
+    auto it = tasks_.find(e.tid);
+    if (it != tasks_.end() && (it->second.syncing >> m & 1)) {
+      folding = &it->second;
+      fold_pages = folding->sync_pages[m];
+      if (cache_now != fold_pages) ++stats_.sync_mismatches;
+      folding->syncing &= static_cast<uint8_t>(~(1u << m));
+      --st.folds_announced[m];
+    } else if (cache_now != 0 && st.count_known[m] && moved == cache_now &&
+               !ambiguous && e.slot == 0) {
+      ++stats_.unannounced_folds;
+      folding = &tasks_[e.tid];
+      fold_pages = cache_now;
+      ambiguous = true;
+    } else if (it != tasks_.end() && it->second.cache_known &&
+               std::abs(cache_now) < 0x7fff &&
+               it->second.cache[m] != cache_now) {
+      // A cached update or a fold went unseen: the cache is the kernel's.
+      ++stats_.sync_mismatches;
+      it->second.cache[m] = cache_now;
+    }
+  }
   // Another task announced a fold of this counter whose record has not
   // come: its add may be in this count already (sync_mm_rss() runs
   // preemptible at fault entry, exit and exec).
-  if ((e.flags & RSS_EVF_ATOMIC) && st.folds_announced[m] > (folding ? 1 : 0))
-    ambiguous = true;
+  if ((e.flags & RSS_EVF_ATOMIC) && st.folds_announced[m] > 0) ambiguous = true;
 
   if (folding) {
-    // The fold of a sync this task announced: the atomic moves by the
-    // cached pages, the exact value does not. Whatever else moved it since
-    // the previous record is an update of the group, flagged.
+    // The fold of the task's cache: the atomic moves by the cached pages,
+    // the exact value does not. Whatever else moved it since the previous
+    // record is an update of the group, flagged.
     TaskState& task = *folding;
-    task.syncing &= static_cast<uint8_t>(~(1u << m));
-    --st.folds_announced[m];
-    const int64_t rest = moved - task.sync_pages[m];
+    const int64_t rest = moved - fold_pages;
     if (st.count_known[m] && rest != 0 && e.slot == 0 && !ambiguous)
       ++stats_.sync_mismatches;
     task.cache[m] = 0;
@@ -105,7 +127,8 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   p.info.end_ns = end;
   p.info.tgid = e.tgid;
   p.info.task_cache = true;
-  if (owner) owner_update(e, p);
+  // (An atomic record's fault field holds the cache, not faults.)
+  if (owner && (e.flags & RSS_EVF_CACHED)) owner_update(e, p);
   if (e.flags & RSS_EVF_CACHED) {
     p.update.delta = e.slot;
     if (owner && last_task_->cache_known) last_task_->cache[m] += e.slot;

@@ -299,8 +299,9 @@ class Daemon {
   }
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
-                      live_.capture().drops(), pipeline_, recorder_.stats(),
-                      options_.top, exited_lookup(), sampler_);
+                      live_.capture().drops(), live_.capture().hook_misses(),
+                      pipeline_, recorder_.stats(), options_.top,
+                      exited_lookup(), sampler_);
   }
   ExitedLookup exited_lookup() {
     return [this](uint32_t tgid) { return live_.capture().exited(tgid); };

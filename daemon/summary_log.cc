@@ -17,27 +17,27 @@ std::string live_comm(ProcessSampler& sampler, uint32_t tgid) {
 
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       const AuditPipeline& pipeline,
+                       uint64_t hook_misses, const AuditPipeline& pipeline,
                        const RecorderStats& history, size_t top,
                        const ExitedLookup& exited, ProcessSampler& sampler) {
   const uint64_t checked = pipeline.fidelity_checked();
-  fmt::print(out,
-             "summary live_mms={} finished_mms={} updates={} exact={} "
-             "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
-             "unlocked={} late={} depth_unknown={} syncs={} "
-             "sync_mismatches={} reordered={} drops={} "
-             "bad_records={} fidelity={} ({}/{})\n",
-             pipeline.live_mms(), mms.size() - pipeline.live_mms(),
-             stats.updates, stats.exact, stats.ambiguous, stats.no_baseline,
-             stats.inconsistent, stats.count_ahead, stats.unlocked,
-             stats.late_overlaps, stats.depth_unknown, stats.syncs,
-             stats.sync_mismatches, stats.reordered, drops, stats.bad_records,
-             // Not measured, never a made-up 100%, when nothing was compared.
-             checked
-                 ? fmt::format("{:.4f}%",
-                               100.0 * pipeline.fidelity_matched() / checked)
-                 : std::string("?"),
-             pipeline.fidelity_matched(), checked);
+  fmt::print(
+      out,
+      "summary live_mms={} finished_mms={} updates={} exact={} "
+      "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
+      "unlocked={} late={} depth_unknown={} syncs={} "
+      "sync_mismatches={} reordered={} unannounced_folds={} "
+      "hook_misses={} drops={} bad_records={} fidelity={} ({}/{})\n",
+      pipeline.live_mms(), mms.size() - pipeline.live_mms(), stats.updates,
+      stats.exact, stats.ambiguous, stats.no_baseline, stats.inconsistent,
+      stats.count_ahead, stats.unlocked, stats.late_overlaps,
+      stats.depth_unknown, stats.syncs, stats.sync_mismatches, stats.reordered,
+      stats.unannounced_folds, hook_misses, drops, stats.bad_records,
+      // Not measured, never a made-up 100%, when nothing was compared.
+      checked ? fmt::format("{:.4f}%",
+                            100.0 * pipeline.fidelity_matched() / checked)
+              : std::string("?"),
+      pipeline.fidelity_matched(), checked);
   fmt::print(out,
              "history samples={} below_min_rss={} exits={} "
              "unsampled_exits={} unnamed_exits={} exit_residues={}\n",

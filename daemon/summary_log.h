@@ -15,10 +15,11 @@ namespace rssaudit {
 
 // `exited`: who a process that ended was; `sampler` names a live one from
 // /proc. `history`: what the history recorder wrote and skipped, so that a
-// process without rows in the database can be accounted for.
+// process without rows in the database can be accounted for. `drops` and
+// `hook_misses`: BpfCapture's.
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       const AuditPipeline& pipeline,
+                       uint64_t hook_misses, const AuditPipeline& pipeline,
                        const RecorderStats& history, size_t top,
                        const ExitedLookup& exited, ProcessSampler& sampler);
 

@@ -69,7 +69,8 @@ class TaskCacheUpdate : public ::testing::Test {
     e.tgid = tid;
     e.cpu = 0;
     e.start_ns = (flags & RSS_EVF_CACHED) ? 0 : (now_ns_ += 1000);
-    e.faults = faults_;
+    // An atomic record carries the owner's cache instead (0: empty).
+    e.faults = (flags & RSS_EVF_ATOMIC) ? 0 : faults_;
     return e;
   }
   void feed(const rss_event& e) { r_.on_event(e, tap_); }
@@ -96,8 +97,10 @@ class TaskCacheUpdate : public ::testing::Test {
   // A sync: its announcement, then the fold of the anon cache.
   void sync(int32_t anon, int64_t atomic_after, int32_t moved = 0) {
     announce_sync(anon);
-    feed(record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, atomic_after,
-                moved));
+    rss_event fold = record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC,
+                            atomic_after, moved);
+    fold.faults = static_cast<uint16_t>(anon);  // the cache it folds
+    feed(fold);
   }
   void atomic_add(int64_t after, int32_t moved = 0, uint32_t tid = kParent) {
     feed(record(RSS_EV_UPDATE, RSS_EVF_ATOMIC | RSS_EVF_CREATING, after, moved,
@@ -198,7 +201,9 @@ TEST_F(TaskCacheUpdate, AFoldAnotherAddOvertookKeepsTheExactSumAndIsFlagged) {
   // add of 1 (8).
   announce_sync(4);
   atomic_add(7);
-  feed(record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 4, 3));
+  rss_event fold = record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 4, 3);
+  fold.faults = 4;
+  feed(fold);
   atomic_add(8);
   r_.flush(tap_);
   // Four cached faults, the add read as 7, the fold's give-back, the next.
@@ -225,11 +230,51 @@ TEST_F(TaskCacheUpdate, AnAddWhileAnotherTasksFoldIsAnnouncedIsFlagged) {
   // fold: sync_mm_rss() runs preemptible), then the fold, in order.
   announce_sync(4);
   atomic_add(7);  // the fold's add came first: 0 -> 4 -> 7
-  feed(record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 4, 3));
+  rss_event fold = record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 4, 3);
+  fold.faults = 4;
+  feed(fold);
   atomic_add(9);
   r_.flush(tap_);
   EXPECT_EQ(tap_.infos[4].fidelity, Fidelity::kAmbiguous);
   EXPECT_EQ(summary().exact_rss, 4 + 3 + 2);
+}
+
+TEST_F(TaskCacheUpdate, AFoldWhoseAnnouncementWasSkippedIsToldByTheCache) {
+  fork_child();
+  for (int i = 0; i < 6; ++i) cached_fault(0);
+  // The sync's hook did not run (the kernel skipped it): only the fold's
+  // record, which still saw the task's cache of 6 at its add.
+  rss_event fold = record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 6, 0);
+  fold.faults = 6;  // the cache at the add
+  feed(fold);
+  // The task's own add (a zap after a sync: its cache is 0 then).
+  rss_event zap = record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 4, 0);
+  zap.faults = 0;
+  feed(zap);
+  r_.flush(tap_);
+  EXPECT_EQ(r_.stats().unannounced_folds, 1u);
+  ASSERT_EQ(tap_.folds.size(), 1u);
+  EXPECT_EQ(tap_.fold_infos[0].fidelity, Fidelity::kAmbiguous);
+  ASSERT_EQ(tap_.updates.size(), 7u);  // six faults, the zap
+  EXPECT_EQ(tap_.updates[6].delta, -2);
+  EXPECT_EQ(summary().exact_rss, 4);
+  EXPECT_EQ(*summary().known_drift(), 0);
+  EXPECT_EQ(r_.stats().sync_mismatches, 0u);
+}
+
+TEST_F(TaskCacheUpdate, ACacheAnAtomicRecordShowsCorrectsTheTracking) {
+  fork_child();
+  for (int i = 0; i < 3; ++i) cached_fault(0);
+  // A THP fault's atomic add of 512 while the cache holds 5, not the 3
+  // the stream showed: two cached updates were missed.
+  rss_event thp = record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 512, 0);
+  thp.faults = 5;
+  feed(thp);
+  r_.flush(tap_);
+  EXPECT_EQ(r_.stats().sync_mismatches, 1u);
+  EXPECT_EQ(r_.stats().unannounced_folds, 0u);
+  EXPECT_EQ(tap_.updates.back().delta, 512);
+  EXPECT_EQ(tap_.infos.back().fidelity, Fidelity::kExact);
 }
 
 TEST_F(TaskCacheUpdate, ATaskFromBeforeTheCaptureIsCheckedFromItsFirstSync) {
