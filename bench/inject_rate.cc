@@ -65,7 +65,7 @@ daemon_maps() {
   if (programs > 1)
     return fail(fmt::format(
         "{} on_rss_stat programs loaded: run one rssauditd only", programs));
-  for (const char* name : {"slots", "positions", "sequence", "drops"})
+  for (const char* name : {"slots", "positions", "sequence"})
     if (!maps.count(name))
       return fail(fmt::format("the on_rss_stat program has no map `{}`", name));
   return maps;
@@ -122,7 +122,6 @@ int main(int argc, char** argv) {
   if (!skel || bpf_map__reuse_fd(skel->maps.slots, maps["slots"].fd) ||
       bpf_map__reuse_fd(skel->maps.positions, maps["positions"].fd) ||
       bpf_map__reuse_fd(skel->maps.sequence, maps["sequence"].fd) ||
-      bpf_map__reuse_fd(skel->maps.drops, maps["drops"].fd) ||
       bpf_map__set_max_entries(skel->maps.records, events.size()) ||
       stream_inject_bpf__load(skel)) {
     fmt::print(stderr,

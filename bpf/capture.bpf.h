@@ -53,13 +53,6 @@ RSSAUDIT_SHARED struct {
   __type(value, __u64);
 } sequence SEC(".maps");
 
-RSSAUDIT_SHARED struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u64);
-} drops SEC(".maps");
-
 /* Identities of processes whose last thread exited. An array, not an LRU
  * hash: its update cost ~1.6 us per exit (bpf_stats), a slot write ~0. */
 RSSAUDIT_SHARED struct {
@@ -120,12 +113,6 @@ static __always_inline void release_preemption(void) {
 #endif
 }
 
-static __always_inline void count_drop(void) {
-  __u32 zero = 0;
-  __u64* n = bpf_map_lookup_elem(&drops, &zero);
-  if (n) *n += 1;
-}
-
 /* Whether an event about `mm` by (or about) a task of `tgid` is wanted. The
  * auditor's own mm is excluded, but not its updates to other mms: a fork
  * copies the parent's counters into the child in the parent's context. */
@@ -181,7 +168,9 @@ static __always_inline bool stream_reserve(struct stream_claim* c,
   c->cpu = cpu;
   return true;
 lost:
-  count_drop();
+  /* Atomic: a program preempted in the middle of an add would lose
+   * another's; the line is this CPU's alone. */
+  if (at) __sync_fetch_and_add(&at->drops, 1);
   loss_pending = 1;
   return false;
 }

@@ -99,7 +99,13 @@ struct rss_slot {
 struct rss_stream_position {
   __u64 head; /* records published; the BPF side adds 1 after each */
   __u64 busy; /* a program is writing this CPU's next record */
-  __u64 pad1[6];
+  /* Records this CPU's programs could not write (a full or busy stream).
+   * Here, not in a per-CPU map, so that user space reads it without a
+   * syscall: a map syscall holds bpf_prog_active, and on a preemptible
+   * kernel before 6.7 every kprobe program on that CPU is skipped,
+   * uncounted, while its task is preempted there. */
+  __u64 drops;
+  __u64 pad1[5];
   __u64 tail; /* records the daemon is done with */
   __u64 pad2[7];
 };

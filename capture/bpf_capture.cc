@@ -303,7 +303,6 @@ int BpfCapture::load_build(const CaptureOptions& options) {
   slots_map_ = skel->maps.slots;
   positions_map_ = skel->maps.positions;
   exited_map_ = skel->maps.exited;
-  drops_map_ = skel->maps.drops;
   update_programs_ = {skel->progs.on_rss_stat, skel->progs.on_rss_stat_atomic,
                       skel->progs.on_add_mm_counter_fast};
   skel->rodata->self_tgid =
@@ -405,7 +404,6 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return fail("counting possible CPUs", cpus);
   c->possible_cpus_ = static_cast<uint32_t>(cpus);
-  c->drop_values_.resize(c->possible_cpus_);
 
   // An fentry or kprobe program may still fail to load (no BTF for the
   // function's module, no trampolines on this machine): the capture then
@@ -541,15 +539,7 @@ std::optional<exited_process> BpfCapture::exited(uint32_t tgid) const {
 }
 
 uint64_t BpfCapture::drops() const {
-  const uint32_t zero = 0;
-  if (bpf_map__lookup_elem(drops_map_, &zero, sizeof(zero), drop_values_.data(),
-                           drop_values_.size() * sizeof(uint64_t), 0))
-    return last_drops_;  // cannot fail on a live map; never under-report
-  uint64_t sum = streams_->skipped();
-  for (uint64_t v : drop_values_) sum += v;
-  sum += misses(false);
-  last_drops_ = std::max(last_drops_, sum);
-  return last_drops_;
+  return streams_->skipped() + streams_->dropped() + misses(false);
 }
 
 uint64_t BpfCapture::hook_misses() const { return misses(true); }

@@ -190,7 +190,7 @@ class BpfCapture {
   bpf_object_skeleton* skeleton_ = nullptr;
   bpf_object* obj_ = nullptr;
   bpf_map *slots_map_ = nullptr, *positions_map_ = nullptr;
-  bpf_map *exited_map_ = nullptr, *drops_map_ = nullptr;
+  bpf_map* exited_map_ = nullptr;
   std::vector<bpf_program*> update_programs_;
   // Opens the build the kernel's kfuncs allow, with exit_hook_'s program,
   // and loads it; 0 or a negative errno.
@@ -215,8 +215,6 @@ class BpfCapture {
   CaptureSupport support_;  // what open() probed
   std::vector<std::string> limits_;
   static constexpr uint32_t kMaxPerPoll = 1 << 18;
-  mutable std::vector<uint64_t> drop_values_;
-  mutable uint64_t last_drops_ = 0;
 };
 
 }  // namespace rssaudit

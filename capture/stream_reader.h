@@ -98,6 +98,15 @@ class StreamReader {
 
   // Sequence numbers skipped because no record came for them.
   uint64_t skipped() const { return skipped_; }
+  // Records the programs could not write (a full or busy stream), as the
+  // BPF side counts them in each CPU's position: a read of shared memory,
+  // no syscall.
+  uint64_t dropped() const {
+    uint64_t sum = 0;
+    for (uint32_t c = 0; c < cpus_; ++c)
+      sum += __atomic_load_n(&positions_[c].drops, __ATOMIC_RELAXED);
+    return sum;
+  }
   // The last consume() stopped at a number not yet published: a record
   // that may have started long before (its CPU was interrupted, or its
   // vCPU descheduled, while writing it) has not been handed over.
