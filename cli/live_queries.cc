@@ -33,7 +33,7 @@ std::optional<int64_t> kernel_of(const LiveProcess& p) {
   return p.kernel_known ? std::optional(p.kernel_rss) : std::nullopt;
 }
 std::optional<int64_t> peak_of(const LiveProcess& p) {
-  return p.from_zero ? std::optional(p.peak_rss) : std::nullopt;
+  return p.from_zero && !p.quiet ? std::optional(p.peak_rss) : std::nullopt;
 }
 std::optional<double> ratio_of(const LiveProcess& p) {
   if (!p.drift_known() || p.bound <= 0) return std::nullopt;
@@ -49,14 +49,16 @@ json process_json(const LiveProcess& p, int64_t page_size) {
     return pages ? json(*pages * page_size) : json(nullptr);
   };
   const std::optional<double> ratio = ratio_of(p);
-  json errors = json::object();
-  for (size_t i = 0; i < SchemeSet::kCount; ++i)
+  // A quiet process ran no model: its errors are unknown, not 0.
+  json errors = p.quiet ? json(nullptr) : json::object();
+  for (size_t i = 0; i < SchemeSet::kCount && !p.quiet; ++i)
     errors[std::string(SchemeSet::kNames[i])] = p.largest_error[i];
   return {{"pid", p.pid},
           {"start_ticks", p.start_ticks},
           {"comm", p.comm},
           {"cgroup", p.cgroup},
           {"from_zero", p.from_zero},
+          {"quiet", p.quiet},
           {"kernel_rss_pages", json_or_null(kernel_of(p))},
           {"kernel_rss_bytes", bytes(kernel_of(p))},
           {"exact_rss_pages", json_or_null(exact_of(p))},
@@ -149,16 +151,23 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
   fmt::print(kRow, "PID", "COMM", "KERNEL RSS", "EXACT RSS", "DRIFT", "/BOUND",
              "UPDATES");
   const SizeUnit unit = query.unit();
-  bool joined = false;
+  bool joined = false, quiet = false;
   for (const LiveProcess& p : ps) {
     auto size = [&](const std::optional<int64_t>& pages, bool sign) {
       return pages ? format_size(*pages, h.page_size, unit, sign) : "-";
     };
     joined |= !p.drift_known();
+    quiet |= p.quiet;
     fmt::print(kRow, p.pid, printable(p.comm).substr(0, 15),
                size(kernel_of(p), false), size(exact_of(p), false),
-               size(drift_of(p), true), ratio_text(ratio_of(p)), p.updates);
+               size(drift_of(p), true), ratio_text(ratio_of(p)),
+               p.quiet ? "quiet" : std::to_string(p.updates));
   }
+  if (quiet)
+    fmt::print(
+        "quiet: no update since rssauditd started; kernel RSS from "
+        "/proc/PID/stat,\n       exact from /proc/PID/status read right "
+        "after\n");
   if (joined)
     fmt::print(
         "-: exact RSS unknown until a resync, or a counter not updated yet\n");
@@ -199,7 +208,12 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
   if (!p.cgroup.empty()) fmt::print("cgroup {}\n", printable(p.cgroup));
   if (const std::string note = counting_note(h.counting); !note.empty())
     fmt::print("{}\n", note);
-  if (!p.from_zero)
+  if (p.quiet)
+    fmt::print(
+        "quiet: no update since rssauditd started; kernel RSS from "
+        "/proc/PID/stat,\nexact from /proc/PID/status read right after{}\n",
+        p.from_zero ? "" : " (not precise on this kernel: exact unknown)");
+  else if (!p.from_zero)
     fmt::print("joined mid-life, not yet resynced: exact RSS unknown\n");
   fmt::print("{} updates, {} flagged; fidelity {}\n\n", p.updates, p.flagged,
              fidelity_text(p.fidelity_matched, p.fidelity_checked));
@@ -215,6 +229,10 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
                                  100 * *ratio, size(p.bound))
                    : "");
   fmt::print("true peak:                 {}\n", size(peak_of(p)));
+  if (p.quiet) {
+    fmt::print("\nmodels: none ran, no update was seen\n");
+    return;
+  }
   fmt::print("\nmodels, largest error since rssauditd saw the process:\n");
   constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}\n";
   fmt::print(kModelRow, "scheme", "largest error", "bound", "error/bound");

@@ -56,7 +56,10 @@ void run(const StatusOptions& o) {
              h.drops, h.ambiguous);
   fmt::print("  fidelity {}\n",
              fidelity_text(h.fidelity_matched, h.fidelity_checked));
-  fmt::print("  live mms {}\n", h.live_mms);
+  fmt::print(
+      "  live mms {}, and {} quiet processes (no update yet: "
+      "audited from /proc)\n",
+      h.live_mms, h.quiet_processes);
   fmt::print("  store    {}\n", h.store_error.empty()
                                     ? "writing"
                                     : "FAILING: " + printable(h.store_error));

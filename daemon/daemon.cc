@@ -45,7 +45,8 @@ class Daemon {
         pipeline_(t),
         store_(std::move(store)),
         sampler_(walk_policy(options)),
-        recorder_(*store_, sampler_, options.recorder, run.page_size),
+        recorder_(*store_, sampler_, recorder_options(options), run.page_size,
+                  run.counting == kCountingTaskCache),
         poll_timer_(io_),
         summary_timer_(io_),
         stop_timer_(io_),
@@ -188,7 +189,8 @@ class Daemon {
           if (who.cgroup && who.cgroup->v2_path)
             l.cgroup = *who.cgroup->v2_path;
           return l;
-        });
+        },
+        [this](int64_t bound) { return recorder_.quiet_processes(bound); });
   }
   std::string status_line() const {
     return fmt::format(
@@ -291,7 +293,7 @@ class Daemon {
     const bool summaries_changed = next.summary_s != options_.summary_s;
     options_ = std::move(next);
     sampler_.set_policy(walk_policy(options_));
-    recorder_.set_options(options_.recorder);
+    recorder_.set_options(recorder_options(options_));
     if (summaries_changed) schedule_summaries();
     fmt::print(stderr, "rssauditd: configuration reloaded from {}\n",
                options_.config);

@@ -71,6 +71,12 @@ void add_options(CLI::App& app, DaemonOptions& o) {
   app.add_option("--min-updates", o.recorder.min_updates,
                  "Record only processes that made at least this many RSS "
                  "counter updates");
+  app.add_option("--quiet-interval", o.recorder.quiet_interval_s,
+                 "Seconds between /proc samples of a quiet process (no RSS "
+                 "update since the capture started: its values hold still); "
+                 "0: audit only processes that update")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--walk", o.walk,
                  "Page-table walks (smaps_rollup, pagemap): 'all' or PIDs")
       ->delimiter(',')
@@ -169,6 +175,12 @@ WalkPolicy walk_policy(const DaemonOptions& o) {
   p.min_interval_ns = static_cast<uint64_t>(o.walk_interval_s * 1e9);
   p.min_rss_pages = o.walk_min_rss_pages;
   return p;
+}
+
+RecorderOptions recorder_options(const DaemonOptions& o) {
+  RecorderOptions r = o.recorder;
+  r.pid = o.pid;
+  return r;
 }
 
 Result<DaemonOptions, OptionsError> load_daemon_options(

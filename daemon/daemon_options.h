@@ -41,6 +41,8 @@ struct DaemonOptions {
 };
 
 WalkPolicy walk_policy(const DaemonOptions& o);
+// The recorder's options, with the process --pid names.
+RecorderOptions recorder_options(const DaemonOptions& o);
 
 // Why rssauditd must not start with the options it was given.
 struct OptionsError {

@@ -1,6 +1,7 @@
 #include "daemon/history_recorder.h"
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -20,11 +21,14 @@ std::optional<int64_t> pages_of_kb(std::optional<uint64_t> kb,
 }  // namespace
 
 HistoryRecorder::HistoryRecorder(Store& store, ProcessSampler& sampler,
-                                 RecorderOptions options, int64_t page_size)
+                                 RecorderOptions options, int64_t page_size,
+                                 bool task_cache)
     : store_(store),
       sampler_(sampler),
       options_(std::move(options)),
-      page_size_(page_size) {}
+      page_size_(page_size),
+      task_cache_(task_cache),
+      self_pid_(static_cast<uint32_t>(getpid())) {}
 
 HistoryRecorder::Tracked& HistoryRecorder::tracked(
     const AuditPipeline::LiveMm& mm) {
@@ -51,8 +55,10 @@ const RecordedIdentity* HistoryRecorder::identity(uint64_t mm_addr) const {
 
 void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
   last_tick_ns_ = wall_ns;
+  std::unordered_set<uint32_t> live_tgids;
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     if (!mm.summary.tgid) return;  // no owner seen yet: nothing to sample
+    live_tgids.insert(mm.summary.tgid);
     Tracked& t = tracked(mm);
     SampleRequest req;
     req.pid = mm.summary.tgid;
@@ -85,22 +91,110 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
     write_sample(mm, t, s, wall_ns);
     write_model_errors(mm, t, wall_ns);
   });
+  sample_quiet(live_tgids, wall_ns);
 }
 
-void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
-                                   const Sample& s, int64_t wall_ns) {
+void HistoryRecorder::sample_quiet(
+    const std::unordered_set<uint32_t>& live_tgids, int64_t wall_ns) {
+  ++ticks_;
+  const std::vector<uint32_t> pids =
+      options_.pid ? std::vector{options_.pid} : sampler_.pids();
+  if (options_.quiet_interval_s <= 0) return;  // off
+  const auto interval_ns =
+      static_cast<int64_t>(options_.quiet_interval_s * 1e9);
+  size_t budget = kQuietSamplesPerTick;
+  for (const uint32_t pid : pids) {
+    // An mm in the audit: sampled with it, above. The daemon's own is left
+    // out of the capture, and so here.
+    if (live_tgids.contains(pid) || pid == self_pid_) continue;
+    Quiet& q = quiet_[pid];
+    q.seen_tick = ticks_;
+    if (q.sampled_ns && wall_ns - *q.sampled_ns < interval_ns) continue;
+    if (budget == 0) continue;  // next tick
+    --budget;
+    if (!sample_quiet(pid, q, wall_ns)) quiet_.erase(pid);
+  }
+  // Gone from /proc, or now updating (sampled with its mm).
+  std::erase_if(quiet_, [&](const auto& e) {
+    return e.second.seen_tick != ticks_ || live_tgids.contains(e.first);
+  });
+}
+
+bool HistoryRecorder::sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns) {
+  SampleRequest req;
+  req.pid = pid;
+  if (q.who.start_ticks) req.expected = ProcessId{pid, q.who.start_ticks};
+  req.walks = true;  // the sampler's policy decides
+  req.last_walk_ns = q.last_walk_ns;
+  const SampleResult r = sampler_.sample(req);
+  if (r.outcome != SampleOutcome::kOk && r.outcome != SampleOutcome::kReplaced)
+    return false;
+  const Sample& s = r.sample;
+  if (r.outcome == SampleOutcome::kReplaced) {
+    q = Quiet{};
+    q.seen_tick = ticks_;
+  }
+  q.sampled_ns = wall_ns;
+  // A kernel thread has no mm (status has no VmRSS): looked at again only
+  // after the interval, like the others.
+  if (!s.status.vm_rss_kb) return true;
+  if (s.smaps_rollup || s.pagemap) q.last_walk_ns = s.end_ns;
+  std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : q.who.cgroup;
+  q.who.pid = pid;
+  q.who.start_ticks = s.id.start_time;
+  q.who.comm = s.stat.comm;
+  q.who.cgroup = cgroup;
+  q.who.process_id = 0;
+  if (!wanted(s.stat.comm, cgroup, 0)) return true;
+  if (s.statm.resident < options_.min_rss_pages) {
+    ++stats_.below_min_rss;
+    return true;
+  }
+  q.who.process_id =
+      store_.upsert_process(ProcessIdentity{pid, s.id.start_time}, s.stat.comm,
+                            std::move(cgroup), wall_ns);
+  const SampleRow row = proc_row(s, q.who.process_id, wall_ns, task_cache_);
+  q.kernel_rss = *row.stat_rss;
+  q.precise_rss.reset();
+  if (row.precise[kFilePages] && row.precise[kAnonPages] &&
+      row.precise[kShmemPages])
+    q.precise_rss = *row.precise[kFilePages] + *row.precise[kAnonPages] +
+                    *row.precise[kShmemPages];
+  store_.add_sample(row);
+  ++stats_.samples_written;
+  ++stats_.quiet_samples;
+  return true;
+}
+
+std::vector<LiveProcess> HistoryRecorder::quiet_processes(int64_t bound) const {
+  std::vector<LiveProcess> out;
+  for (const auto& [pid, q] : quiet_) {
+    if (!q.who.process_id) continue;
+    LiveProcess p;
+    p.pid = pid;
+    p.start_ticks = q.who.start_ticks;
+    p.comm = q.who.comm;
+    p.cgroup = q.who.cgroup;
+    p.quiet = true;
+    p.kernel_rss = q.kernel_rss;
+    p.kernel_known = true;
+    p.from_zero = q.precise_rss.has_value();
+    p.exact_rss = q.precise_rss.value_or(0);
+    p.bound = bound;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+SampleRow HistoryRecorder::proc_row(const Sample& s, int64_t process_id,
+                                    int64_t wall_ns, bool task_cache) const {
   SampleRow row;
-  row.process_id = t.who.process_id;
+  row.process_id = process_id;
   row.time_ns = wall_ns;
-  for (int m = 0; m < kMembers; ++m) {
-    if (mm.kernel_count_known[m]) row.approximate[m] = mm.kernel_count[m];
-    // Absolute from creation, or since a resync from /proc.
-    if (mm.exact_known[m]) row.exact[m] = mm.exact(m);
-    // Before 6.2 status reads the atomics, as every reader: not precise.
-    if (mm.summary.task_cache) continue;
+  // Before 6.2 status reads the atomics, as every reader: not precise.
+  for (int m = 0; m < kMembers && !task_cache; ++m)
     if (auto pages = s.status.member_pages(static_cast<Member>(m), page_size_))
       row.precise[m] = static_cast<int64_t>(*pages);
-  }
   row.stat_rss = static_cast<int64_t>(s.stat.rss);
   row.statm_resident = static_cast<int64_t>(s.statm.resident);
   if (s.pagemap) {
@@ -115,9 +209,21 @@ void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
   }
   if (auto hwm = s.status.vm_hwm_pages(page_size_))
     row.vm_hwm = static_cast<int64_t>(*hwm);
+  row.threads = s.status.threads;
+  return row;
+}
+
+void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
+                                   const Sample& s, int64_t wall_ns) {
+  SampleRow row = proc_row(s, t.who.process_id, wall_ns,
+                           task_cache_ || mm.summary.task_cache);
+  for (int m = 0; m < kMembers; ++m) {
+    if (mm.kernel_count_known[m]) row.approximate[m] = mm.kernel_count[m];
+    // Absolute from creation, or since a resync from /proc.
+    if (mm.exact_known[m]) row.exact[m] = mm.exact(m);
+  }
   // The true peak needs the whole life; a resynced mm has only a part.
   if (mm.summary.from_zero) row.true_peak = mm.summary.peak_rss;
-  row.threads = s.status.threads;
   // Only an mm seen from creation is compared with the kernel's count: the
   // others' fidelity is not measured (NULL), never 0 of 0.
   if (mm.summary.from_zero) {

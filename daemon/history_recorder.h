@@ -3,16 +3,22 @@
 // the same moment, the model fidelity and each scheme's errors over the
 // interval; at an mm's end, its exit row (and an anomaly when the exact
 // tracker is not back to zero). A process that ends before any tick sampled
-// it still gets its row at exit. Rows go to the Store's batch; flushing is
-// the caller's.
+// it still gets its row at exit. A quiet process (no update since the
+// capture started, so no mm in the audit: started before the daemon and
+// idle since) is found in /proc and sampled from /proc alone, less often:
+// its values cannot change until it updates. Rows go to the Store's batch;
+// flushing is the caller's.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "capture/audit_pipeline.h"
 #include "capture/exited_lookup.h"
+#include "core/formats/live_view.h"
 #include "sampler/sampler.h"
 #include "store/store.h"
 
@@ -25,7 +31,15 @@ struct RecorderOptions {
   // Processes whose mm made fewer RSS counter updates so far (the activity
   // the audit saw) are tracked, not recorded.
   uint64_t min_updates = 0;
+  uint32_t pid = 0;  // only this process (0: all); --pid, fixed at start
+  // Seconds between /proc samples of a quiet process; 0: quiet processes
+  // are not audited.
+  double quiet_interval_s = 60;
 };
+
+// Quiet processes sampled per tick at most: a host of 10 000 idle processes
+// is covered over several ticks rather than stalling one (~15 us each).
+inline constexpr size_t kQuietSamplesPerTick = 256;
 
 struct RecorderStats {
   uint64_t samples_written = 0;
@@ -38,6 +52,7 @@ struct RecorderStats {
   // of them /proc could no longer name (start time 0, comm empty).
   uint64_t unsampled_exits = 0;
   uint64_t unnamed_exits = 0;
+  uint64_t quiet_samples = 0;  // of those written, of quiet processes
 };
 
 // Who an mm's process was, as recorded in the history.
@@ -51,12 +66,19 @@ struct RecordedIdentity {
 
 class HistoryRecorder {
  public:
+  // `task_cache`: the kernel counts with atomics and per-task caches
+  // (before 6.2), so /proc/PID/status is no precise source.
   HistoryRecorder(Store& store, ProcessSampler& sampler,
-                  RecorderOptions options, int64_t page_size);
+                  RecorderOptions options, int64_t page_size, bool task_cache);
 
-  // Samples every live mm's process. Call right after draining the
-  // capture's streams so the BPF-side values are of this moment.
+  // Samples every live mm's process, then the quiet processes due. Call
+  // right after draining the capture's streams so the BPF-side values are
+  // of this moment (and a process that updated has its mm in the audit).
   void sample(AuditPipeline& pipeline, int64_t wall_ns);
+  // The recorded quiet processes as last sampled: kernel RSS from
+  // /proc/PID/stat, exact from /proc/PID/status read right after (since
+  // 6.2 its sums are precise, and nothing moved), for live views.
+  std::vector<LiveProcess> quiet_processes(int64_t bound) const;
   // The pipeline's exit hook.
   void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);
   // Where to ask who an ended process was when /proc no longer says (its
@@ -90,6 +112,22 @@ class HistoryRecorder {
   // passes --comm, --cgroup and --min-updates.
   bool wanted(const std::string& comm, const std::string& cgroup,
               uint64_t updates) const;
+  // A quiet process, by pid.
+  struct Quiet {
+    RecordedIdentity who;  // process_id 0: not recorded (filtered out)
+    std::optional<uint64_t> last_walk_ns;
+    std::optional<int64_t> sampled_ns;   // wall time of its last sample
+    uint64_t seen_tick = 0;              // the last tick /proc listed it
+    int64_t kernel_rss = 0;              // stat field 24
+    std::optional<int64_t> precise_rss;  // status: VmRSS's members
+  };
+  void sample_quiet(const std::unordered_set<uint32_t>& live_tgids,
+                    int64_t wall_ns);
+  // Samples one quiet process due for it; false when it is gone.
+  bool sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns);
+  // The row's /proc part, and the one written when no mm is audited.
+  SampleRow proc_row(const Sample& s, int64_t process_id, int64_t wall_ns,
+                     bool task_cache) const;
   void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
                     int64_t wall_ns);
   void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
@@ -105,9 +143,13 @@ class HistoryRecorder {
   RecorderOptions options_;
   int64_t page_size_;
   ExitedLookup exited_lookup_;
+  bool task_cache_;
+  uint32_t self_pid_;
   std::unordered_map<uint64_t, Tracked> tracked_;  // by mm address
+  std::unordered_map<uint32_t, Quiet> quiet_;      // by pid
   RecorderStats stats_;
   int64_t last_tick_ns_ = 0;  // wall time of the previous sample()
+  uint64_t ticks_ = 0;
 };
 
 }  // namespace rssaudit

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "core/schemes/update.h"
 #include "core/schemes/upstream_percpu.h"
@@ -9,7 +10,7 @@
 namespace rssaudit {
 
 LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
-                         const LabelLookup& labels) {
+                         const LabelLookup& labels, const QuietLookup& quiet) {
   LiveView view;
   Topology host;
   host.nr_cpus = health.nr_cpus;
@@ -42,6 +43,9 @@ LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
     p.largest_error = s.largest_error;
     view.processes.push_back(std::move(p));
   });
+  std::vector<LiveProcess> idle = quiet(bound);
+  view.health.quiet_processes = idle.size();
+  std::move(idle.begin(), idle.end(), std::back_inserter(view.processes));
   // Processes whose drift is known first.
   std::stable_sort(view.processes.begin(), view.processes.end(),
                    [](const LiveProcess& a, const LiveProcess& b) {

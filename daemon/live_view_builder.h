@@ -1,11 +1,12 @@
 // Builds the LiveView the control socket and the metrics endpoint serve,
-// from the audit pipeline's live mms. Called per query or scrape, never per
-// event.
+// from the audit pipeline's live mms and the quiet processes the history
+// recorder sampled from /proc. Called per query or scrape, never per event.
 #pragma once
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "capture/audit_pipeline.h"
 #include "core/formats/live_view.h"
@@ -23,8 +24,12 @@ struct ProcessLabels {
 using LabelLookup =
     std::function<std::optional<ProcessLabels>(uint64_t mm, uint32_t tgid)>;
 
-// Every live mm, ranked by |drift|; `labels` is asked for each.
+// The quiet processes (no update yet), given the kernel's bound.
+using QuietLookup = std::function<std::vector<LiveProcess>(int64_t bound)>;
+
+// Every live mm and quiet process, ranked by |drift|; `labels` is asked
+// for each mm.
 LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
-                         const LabelLookup& labels);
+                         const LabelLookup& labels, const QuietLookup& quiet);
 
 }  // namespace rssaudit

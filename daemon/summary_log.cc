@@ -40,9 +40,11 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       pipeline.fidelity_matched(), checked);
   fmt::print(out,
              "history samples={} below_min_rss={} exits={} "
-             "unsampled_exits={} unnamed_exits={} exit_residues={}\n",
+             "unsampled_exits={} unnamed_exits={} exit_residues={} "
+             "quiet_samples={}\n",
              history.samples_written, history.below_min_rss, history.exits,
-             history.unsampled_exits, history.unnamed_exits, history.residues);
+             history.unsampled_exits, history.unnamed_exits, history.residues,
+             history.quiet_samples);
   rank_by_error(mms);
   if (mms.size() > top) mms.resize(top);
   const auto ended_comm = [&](uint32_t tgid) {

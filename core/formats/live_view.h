@@ -37,7 +37,8 @@ struct DaemonHealth {
   uint64_t fidelity_checked = 0;  // events compared with the kernel's count
   uint64_t fidelity_matched = 0;
   uint64_t live_mms = 0;
-  std::string store_error{};  // empty while the history is being written
+  uint64_t quiet_processes = 0;  // audited from /proc: no update yet
+  std::string store_error{};     // empty while the history is being written
 };
 
 // One audited process (one mm, the thread group's).
@@ -49,6 +50,10 @@ struct LiveProcess {
   // Exact values are absolute (seen from creation, or resynced from /proc);
   // otherwise exact_rss, peak_rss and drift() are unknown.
   bool from_zero = false;
+  // No update since the capture started (its mm is not in the audit): the
+  // kernel's RSS is /proc/PID/stat's, the exact one /proc/PID/status's read
+  // right after (precise since 6.2, and nothing moved), the peak unknown.
+  bool quiet = false;
   uint64_t updates = 0;
   uint64_t flagged = 0;
   uint64_t fidelity_checked = 0;

@@ -134,6 +134,7 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.fidelity_checked = r.integer<uint64_t>("fidelity_checked");
   h.fidelity_matched = r.integer<uint64_t>("fidelity_matched");
   h.live_mms = r.integer<uint64_t>("live_mms");
+  h.quiet_processes = r.integer<uint64_t>("quiet_processes");
   h.store_error = r.string("store_error");
   return h;
 }
@@ -146,6 +147,7 @@ LiveProcess read_process(const json& j, const std::string& where) {
   p.comm = r.string("comm");
   p.cgroup = r.string("cgroup");
   p.from_zero = r.boolean("from_zero");
+  p.quiet = r.boolean("quiet");
   p.updates = r.integer<uint64_t>("updates");
   p.flagged = r.integer<uint64_t>("flagged");
   p.fidelity_checked = r.integer<uint64_t>("fidelity_checked");
@@ -194,6 +196,7 @@ json health_to_json(const DaemonHealth& h) {
       {"fidelity_checked", h.fidelity_checked},
       {"fidelity_matched", h.fidelity_matched},
       {"live_mms", h.live_mms},
+      {"quiet_processes", h.quiet_processes},
       {"store_error", h.store_error},
   };
 }
@@ -208,6 +211,7 @@ json process_to_json(const LiveProcess& p) {
       {"comm", p.comm},
       {"cgroup", p.cgroup},
       {"from_zero", p.from_zero},
+      {"quiet", p.quiet},
       {"updates", p.updates},
       {"flagged", p.flagged},
       {"fidelity_checked", p.fidelity_checked},

@@ -319,6 +319,10 @@ void add_health(Builder& b, const LiveView& view,
   add(b.family("rssaudit_live_mms", Type::kGauge, "",
                "Address spaces the audit tracks now."),
       none, number(h.live_mms));
+  add(b.family("rssaudit_quiet_processes", Type::kGauge, "",
+               "Processes audited from /proc alone: no RSS update since "
+               "the capture started."),
+      none, number(h.quiet_processes));
   add(b.family("rssaudit_audited_processes", Type::kGauge, "",
                "Processes in this snapshot, before the top-N cut."),
       none, number(uint64_t{view.processes.size()}));

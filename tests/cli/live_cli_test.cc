@@ -109,7 +109,8 @@ TEST_F(LiveCli, StatusShowsTheDaemonsHealth) {
   EXPECT_NE(r.out.find("fidelity 99.99% (999990 of 1000000 checked updates)"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("live mms 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("live mms 3, and 1 quiet processes"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("store    writing"), std::string::npos) << r.out;
   expect_fits_80_columns(r.out);
 }
@@ -136,7 +137,8 @@ TEST_F(LiveCli, TopLiveRanksByDriftIn80Columns) {
   const auto r = run_command(cli("top --live"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> lines = lines_of(r.out);
-  ASSERT_EQ(lines.size(), 7u) << r.out;  // title, header, 4 rows, footnote
+  // Title, header, 4 rows, 3 lines of footnotes.
+  ASSERT_EQ(lines.size(), 9u) << r.out;
   EXPECT_NE(lines[0].find("testhost"), std::string::npos);
   EXPECT_NE(lines[0].find("4 audited processes"), std::string::npos);
   EXPECT_NE(lines[2].find("big drifter"), std::string::npos) << lines[2];
@@ -144,7 +146,12 @@ TEST_F(LiveCli, TopLiveRanksByDriftIn80Columns) {
   // Mid-life: kernel RSS known, exact values shown as "-".
   EXPECT_NE(lines[5].find("joined"), std::string::npos) << lines[5];
   EXPECT_NE(lines[5].find(" - "), std::string::npos) << lines[5];
-  EXPECT_NE(lines[6].find("exact RSS unknown"), std::string::npos);
+  // Quiet: no updates to count.
+  EXPECT_TRUE(lines[4].ends_with(" quiet")) << lines[4];
+  EXPECT_NE(lines[8].find("exact RSS unknown"), std::string::npos) << r.out;
+  EXPECT_NE(lines[6].find("quiet: no update since rssauditd started"),
+            std::string::npos)
+      << r.out;
   expect_fits_80_columns(r.out);
 }
 
@@ -183,6 +190,24 @@ TEST_F(LiveCli, ShowLiveByPidAndByComm) {
   EXPECT_EQ(j["comm"], "big drifter");
   EXPECT_EQ(j["largest_error_pages"]["upstream"], 2);
   EXPECT_EQ(j["page_size"], 4096);
+}
+
+TEST_F(LiveCli, ShowLiveOfAQuietProcessSaysWhereItsValuesComeFrom) {
+  const auto r = run_command(cli("show 400 --live"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("quiet: no update since rssauditd started"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("drift (kernel - exact):    +40 KiB"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("true peak:                 -\n"), std::string::npos)
+      << r.out;
+  expect_fits_80_columns(r.out);
+  const json j = json::parse(run_command(cli("show 400 --live --json")).out);
+  EXPECT_EQ(j["quiet"], true);
+  EXPECT_TRUE(j["true_peak_pages"].is_null());
+  EXPECT_TRUE(j["largest_error_pages"].is_null()) << "no model ran";
+  EXPECT_NE(r.out.find("models: none ran"), std::string::npos) << r.out;
 }
 
 TEST_F(LiveCli, ShowLiveOfAnUnknownOrAmbiguousProcessFails) {

@@ -64,6 +64,12 @@ class Child {
     pid_ = -1;
   }
   uint32_t pid() const { return static_cast<uint32_t>(pid_); }
+  // Once in pause(), after the faults that got it there.
+  void wait_until_asleep() const {
+    for (int i = 0; i < 2000 && state() != 'S'; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ProcStat stat() const {
     auto s = parse_proc_stat(read_file(fmt::format("/proc/{}/stat", pid_)));
     EXPECT_TRUE(s.has_value());
@@ -77,6 +83,15 @@ class Child {
   }
   pid_t pid_ = -1;
 };
+
+// Options sampling quiet processes every `interval_s` (0: not at all),
+// only `pid` if given.
+RecorderOptions quiet(double interval_s, uint32_t pid = 0) {
+  RecorderOptions o;
+  o.quiet_interval_s = interval_s;
+  o.pid = pid;
+  return o;
+}
 
 class HistoryRecorderTest : public ::testing::Test {
  protected:
@@ -100,8 +115,9 @@ class HistoryRecorderTest : public ::testing::Test {
                               .page_size = 4096,
                               .rssaudit_version = "test",
                               .started_ns = 0});
-    recorder_ = std::make_unique<HistoryRecorder>(*store_, sampler_,
-                                                  RecorderOptions{}, 4096);
+    // The host's quiet processes are left out but where a test asks.
+    recorder_ = std::make_unique<HistoryRecorder>(*store_, sampler_, quiet(0),
+                                                  4096, false);
     pipeline_.set_exit_hook(
         [this](AuditPipeline::LiveMm& mm) { recorder_->on_exit(mm, now_); });
   }
@@ -286,7 +302,7 @@ TEST_F(HistoryRecorderTest, CgroupFilterRecordsOnlyThatSubtree) {
   pipeline_.on_mm_created(key_, true);
   updates(child.pid(), 20);
 
-  RecorderOptions options;
+  RecorderOptions options = quiet(0);
   options.cgroup = own + "-elsewhere";
   recorder_->set_options(options);
   recorder_->sample(pipeline_, 11 * kSecond);
@@ -307,7 +323,7 @@ TEST_F(HistoryRecorderTest, CgroupFilterRecordsOnlyThatSubtree) {
 // from the tick that sees them on.
 TEST_F(HistoryRecorderTest, MinUpdatesRecordsOnlyBusyProcesses) {
   Child child(Child::kWaiting);
-  RecorderOptions options;
+  RecorderOptions options = quiet(0);
   options.min_updates = 30;
   recorder_->set_options(options);
   pipeline_.on_mm_created(key_, true);
@@ -325,7 +341,7 @@ TEST_F(HistoryRecorderTest, MinUpdatesRecordsOnlyBusyProcesses) {
 // (there by its true peak); one whose peak reached the threshold does.
 TEST_F(HistoryRecorderTest, MinRssLeavesOutSmallProcessesAlsoAtExit) {
   Child child(Child::kZombie);
-  RecorderOptions options;
+  RecorderOptions options = quiet(0);
   options.min_rss_pages = 30;
   recorder_->set_options(options);
   pipeline_.on_mm_created(key_, true);
@@ -418,6 +434,110 @@ TEST_F(HistoryRecorderTest, AKernelWithPerTaskCachesStoresNoPreciseValue) {
   EXPECT_EQ(s.row.exact[kAnonPages], 5);
   EXPECT_EQ(s.row.approximate[kAnonPages], 0);
   EXPECT_EQ(s.drift, -5);
+}
+
+// A quiet process (no update since the capture started: no mm in the
+// audit) is found in /proc and sampled from it alone: stat's RSS against
+// status's, read back to back, every --quiet-interval; it shows in live
+// views as quiet, and once it updates it goes on under the same process
+// with its mm.
+TEST_F(HistoryRecorderTest, AQuietProcessIsSampledFromProcUntilItUpdates) {
+  Child child(Child::kWaiting);
+  child.wait_until_asleep();  // its RSS holds still from then on
+  recorder_->set_options(quiet(60, child.pid()));
+  recorder_->sample(pipeline_, 11 * kSecond);
+  recorder_->sample(pipeline_, 12 * kSecond);  // within the interval
+  EXPECT_EQ(recorder_->stats().quiet_samples, 1u);
+  const std::vector<LiveProcess> quiet = recorder_->quiet_processes(186);
+  ASSERT_EQ(quiet.size(), 1u);
+  const LiveProcess& p = quiet[0];
+  EXPECT_EQ(p.pid, child.pid());
+  EXPECT_EQ(p.start_ticks, child.stat().start_time);
+  EXPECT_TRUE(p.quiet);
+  EXPECT_EQ(p.updates, 0u);
+  EXPECT_EQ(p.bound, 186);
+  ASSERT_TRUE(p.drift_known()) << "status is precise since 6.2";
+  EXPECT_EQ(p.kernel_rss, static_cast<int64_t>(child.stat().rss));
+
+  recorder_->sample(pipeline_, 71 * kSecond);  // the interval has passed
+  EXPECT_EQ(recorder_->stats().quiet_samples, 2u);
+  {
+    auto reader = flushed_reader();
+    auto procs = reader->processes_with_pid(child.pid());
+    ASSERT_TRUE(procs.has_value() && procs->size() == 1u);
+    auto rows = reader->process_history(procs.value()[0].id, 0, 100 * kSecond);
+    ASSERT_TRUE(rows.has_value()) << rows.error().message;
+    ASSERT_EQ(rows->size(), 2u);
+    for (const StoredSample& s : rows.value()) {
+      EXPECT_FALSE(s.row.exact[kAnonPages]) << "no stream: not exact";
+      ASSERT_TRUE(s.row.stat_rss && s.row.precise[kAnonPages]);
+      const int64_t precise = *s.row.precise[kFilePages] +
+                              *s.row.precise[kAnonPages] +
+                              *s.row.precise[kShmemPages];
+      EXPECT_EQ(s.drift, *s.row.stat_rss - precise);
+      EXPECT_EQ(p.exact_rss, precise) << "the child holds still";
+    }
+  }
+
+  // It updates: sampled with its mm from then on, as the same process.
+  pipeline_.on_mm_created(key_, false);
+  updates(child.pid(), 3);
+  recorder_->sample(pipeline_, 72 * kSecond);
+  EXPECT_TRUE(recorder_->quiet_processes(186).empty());
+  EXPECT_EQ(recorder_->stats().quiet_samples, 2u);
+  static_cast<void>(store_->flush());  // checked by the counts below
+  EXPECT_EQ(count("SELECT COUNT(*) FROM processes"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 3);
+}
+
+// Quiet processes pass the same filters as the others (a quiet one made no
+// update, so --min-updates leaves it out), and --quiet-interval 0 turns
+// their audit off.
+TEST_F(HistoryRecorderTest, QuietProcessesPassTheFiltersOrAreOff) {
+  Child child(Child::kWaiting);
+  const RecorderOptions base = quiet(1, child.pid());
+  RecorderOptions other_comm = base, busy = base, off = base;
+  other_comm.comm = "no-such-comm";
+  busy.min_updates = 1;
+  off.quiet_interval_s = 0;
+  int64_t t = 11 * kSecond;
+  for (const RecorderOptions& o : {other_comm, busy, off}) {
+    recorder_->set_options(o);
+    recorder_->sample(pipeline_, t += 2 * kSecond);
+    EXPECT_TRUE(recorder_->quiet_processes(0).empty());
+  }
+  static_cast<void>(store_->flush());  // checked by the count below
+  EXPECT_EQ(count("SELECT COUNT(*) FROM processes"), 0);
+  EXPECT_EQ(recorder_->stats().quiet_samples, 0u);
+  recorder_->set_options(base);
+  recorder_->sample(pipeline_, t += 2 * kSecond);
+  EXPECT_EQ(recorder_->stats().quiet_samples, 1u);
+}
+
+// A tick samples at most kQuietSamplesPerTick quiet processes: a host of
+// many idle ones is covered over several ticks (here a /proc of copies of
+// one process, under made-up pids).
+TEST_F(HistoryRecorderTest, QuietProcessesAreSampledABoundedNumberPerTick) {
+  const fs::path proc = dir_ / "proc";
+  const size_t n = kQuietSamplesPerTick + 44;
+  for (size_t pid = 1; pid <= n; ++pid) {
+    const fs::path d = proc / std::to_string(pid);
+    fs::create_directories(d);
+    for (const char* f : {"stat", "statm", "status", "cgroup"})
+      std::ofstream(d / f) << read_file(std::string("/proc/self/") + f);
+  }
+  ProcessSampler sampler(WalkPolicy{}, proc.string());
+  HistoryRecorder recorder(*store_, sampler, quiet(60), 4096, false);
+  recorder.sample(pipeline_, 11 * kSecond);
+  EXPECT_EQ(recorder.stats().quiet_samples, kQuietSamplesPerTick);
+  recorder.sample(pipeline_, 12 * kSecond);
+  EXPECT_EQ(recorder.stats().quiet_samples, n);
+  recorder.sample(pipeline_, 13 * kSecond);
+  EXPECT_EQ(recorder.stats().quiet_samples, n) << "all within the interval";
+  EXPECT_EQ(recorder.quiet_processes(0).size(), n);
+  fs::remove_all(proc / "1");  // gone: forgotten at the next tick
+  recorder.sample(pipeline_, 14 * kSecond);
+  EXPECT_EQ(recorder.quiet_processes(0).size(), n - 1);
 }
 
 }  // namespace

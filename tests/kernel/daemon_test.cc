@@ -287,10 +287,9 @@ TEST(Daemon, ShowsThePagesThreadsHideFromEveryReaderBefore62) {
   EXPECT_GE(quiet, 3) << "samples of the threads holding their pages";
   EXPECT_GE(walked, 1) << "a walk of the process at rest";
   const std::string cli = std::string(RSSAUDIT_CLI) + " ";
-  const auto show =
-      testing::run_command(cli + "show " + std::to_string(child) + " --db " +
-                           db + " --run " +
-                           std::to_string(procs.value()[0].run_id));
+  const auto show = testing::run_command(
+      cli + "show " + std::to_string(child) + " --db " + db + " --run " +
+      std::to_string(procs.value()[0].run_id));
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("drift (kernel readers - exact): -"),
             std::string::npos)
@@ -361,28 +360,14 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
   const std::string touched = base + ".touched", queried = base + ".queried";
   const std::string cli = RSSAUDIT_CLI;
   // Each step waits for the one before it rather than for a fixed time:
-  // in a TCG guest starting the daemon or python3 takes seconds, and at 64
-  // vCPUs the sampler names python3 more than 1.2 s after it touched its
-  // pages. The python3 holds its 32 MiB until the queries are done (60 s
-  // at most).
+  // at 64 vCPUs in TCG the sampler names python3 more than 1.2 s after it
+  // touched its pages.
   const auto r = testing::run_command(
       "( " + std::string(RSSAUDIT_DAEMON) + " --db " + db + " --socket " +
       sock + " --metrics-listen 127.0.0.1:0 --sample-interval 0.2 2>" + err +
-      " & d=$!; for i in $(seq 300); do grep -q capturing " + err +
-      " && break; sleep 0.1; done; "
-      "python3 -c 'import os, time; b = bytearray(32 << 20); "
-      "b[::4096] = b\"x\" * 8192; open(\"" +
-      touched +
-      "\", \"w\").close(); "
-      "any(os.path.exists(\"" +
-      queried +
-      "\") or time.sleep(0.05) "
-      "for _ in range(1200))' & w=$!; "
-      "for i in $(seq 600); do [ -e " +
-      touched +
-      " ] && break; sleep 0.1; "
-      "done; for i in $(seq 300); do " +
-      cli + " top --live --json --socket " + sock +
+      " & d=$!; " + testing::shell_wait_for(err, "capturing") +
+      testing::shell_hold_python(32, touched, queried) +
+      "for i in $(seq 300); do " + cli + " top --live --json --socket " + sock +
       " | grep -q python3 && break; sleep 0.1; done; "
       "port=$(sed -n 's/.*serving metrics on 127.0.0.1:\\([0-9]*\\).*/\\1/p' " +
       err +
@@ -429,22 +414,20 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
                            ("rssaudit-unrec-" + std::to_string(getpid()));
   const std::string sock = base + ".sock", db = base + ".db";
   const std::string err = base + ".err", show_file = base + ".show";
-  const std::string touched = base + ".touched";
+  const std::string touched = base + ".touched", released = base + ".released";
   const std::string status_file = base + ".status";
-  // The query once the workload has touched its memory (a TCG guest with
-  // 64 vCPUs takes seconds to start python3), while it still runs.
+  // The query polls until the daemon names the workload, which holds its
+  // memory until then: at 64 vCPUs in TCG that takes seconds.
   const auto r = testing::run_command(
       "( " + std::string(RSSAUDIT_DAEMON) + " --db " + db + " --socket " +
       sock + " --comm no-such-process --sample-interval 0.2 2>" + err +
       " & d=$!; " + testing::shell_wait_for(err, "capturing") +
-      "python3 -c 'import time; b = bytearray(16 << 20); "
-      "b[::4096] = b\"x\" * 4096; print(\"touched\", flush=True); "
-      "time.sleep(1.5)' > " +
-      touched + " & w=$!; " +
-      testing::shell_wait_for(touched, "touched", "$w") + "sleep 0.5; " +
-      std::string(RSSAUDIT_CLI) + " show --live --json --socket " + sock +
-      " $w > " + show_file + "; " + std::string(RSSAUDIT_CLI) +
-      " status --json --socket " + sock + " > " + status_file +
+      testing::shell_hold_python(16, touched, released) +
+      "for i in $(seq 300); do " + std::string(RSSAUDIT_CLI) +
+      " show --live --json --socket " + sock + " $w > " + show_file +
+      " && grep -q python3 " + show_file + " && break; sleep 0.1; done; " +
+      std::string(RSSAUDIT_CLI) + " status --json --socket " + sock + " > " +
+      status_file + "; touch " + released +
       "; wait $w; kill -TERM $d; wait $d )");
   ASSERT_EQ(r.exit_code, 0) << r.err << testing::slurp(err);
   const std::string shown = testing::slurp(show_file);
@@ -459,8 +442,8 @@ TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
   EXPECT_NE(log.find("history samples=0 below_min_rss=0 exits=0 "),
             std::string::npos)
       << "the exit summary says nothing was recorded: " << log;
-  for (const std::string& f :
-       {err, show_file, status_file, touched, db, db + "-wal", db + "-shm"})
+  for (const std::string& f : {err, show_file, status_file, touched, released,
+                               db, db + "-wal", db + "-shm"})
     std::filesystem::remove(f);
 }
 

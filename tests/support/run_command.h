@@ -52,4 +52,20 @@ inline std::string shell_wait_for(const std::string& log,
          "done; ";
 }
 
+// A shell fragment that starts, in the background as $w, a python3 that
+// touches `mib` MiB, creates `touched`, and holds its memory until
+// `released` exists (60 s at most); then waits until `touched` exists: in
+// a TCG guest with 64 vCPUs python3 takes seconds to start and the daemon
+// names it seconds later still, so queries poll instead of sleeping.
+inline std::string shell_hold_python(int mib, const std::string& touched,
+                                     const std::string& released) {
+  return "python3 -c 'import os, time; b = bytearray(" + std::to_string(mib) +
+         " << 20); b[::4096] = b\"x\" * " + std::to_string(mib * 256) +
+         "; open(\"" + touched + "\", \"w\").close(); any(os.path.exists(\"" +
+         released +
+         "\") or time.sleep(0.05) for _ in range(1200))' & w=$!; "
+         "for i in $(seq 600); do [ -e " +
+         touched + " ] && break; sleep 0.1; done; ";
+}
+
 }  // namespace rssaudit::testing

@@ -33,7 +33,8 @@ inline LiveProcess sample_process(uint32_t pid, const char* comm, int64_t exact,
 }
 
 // Ranked by |drift| as the daemon ranks it; "joined" was audited from
-// mid-life (its exact values are not absolute); two processes are "worker".
+// mid-life (its exact values are not absolute); two processes are "worker",
+// one of them quiet.
 inline LiveView sample_live_view() {
   LiveView v;
   DaemonHealth& h = v.health;
@@ -52,11 +53,19 @@ inline LiveView sample_live_view() {
   h.bpf_ns_per_event = 95.25;
   h.fidelity_checked = 1'000'000;
   h.fidelity_matched = 999'990;
-  h.live_mms = 4;
+  h.live_mms = 3;
+  h.quiet_processes = 1;
   v.processes = {sample_process(100, "big drifter", 25600, 26000, true),
                  sample_process(200, "worker", 2560, 2540, true),
                  sample_process(400, "worker", 1024, 1034, true),
                  sample_process(300, "joined", 50, 9000, false)};
+  // Sampled from /proc alone: no update since the capture started.
+  LiveProcess& quiet = v.processes[2];
+  quiet.quiet = true;
+  quiet.updates = quiet.flagged = 0;
+  quiet.fidelity_checked = quiet.fidelity_matched = 0;
+  quiet.peak_rss = 0;
+  quiet.largest_error = {};
   return v;
 }
 

@@ -18,11 +18,12 @@ auto fields(const DaemonHealth& h) {
   return std::tie(h.time_ns, h.uptime_s, h.host, h.kernel_release, h.nr_cpus,
                   h.batch, h.page_size, h.events, h.events_per_s, h.drops,
                   h.ambiguous, h.lag_s, h.bpf_ns_per_event, h.fidelity_checked,
-                  h.fidelity_matched, h.live_mms, h.store_error);
+                  h.fidelity_matched, h.live_mms, h.quiet_processes,
+                  h.store_error);
 }
 
 auto fields(const LiveProcess& p) {
-  return std::tie(p.pid, p.start_ticks, p.comm, p.cgroup, p.from_zero,
+  return std::tie(p.pid, p.start_ticks, p.comm, p.cgroup, p.from_zero, p.quiet,
                   p.updates, p.flagged, p.fidelity_checked, p.fidelity_matched,
                   p.exact_rss, p.kernel_rss, p.kernel_known, p.peak_rss,
                   p.bound, p.largest_error);

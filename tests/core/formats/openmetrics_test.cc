@@ -44,6 +44,7 @@ LiveView sample_view() {
   v.health.fidelity_checked = 100;
   v.health.fidelity_matched = 99;
   v.health.live_mms = 42;
+  v.health.quiet_processes = 5;
   v.processes = {process(10, "sshd", 5), process(11, "sshd", -40),
                  process(12, "bash", 3), process(13, "cron", 1)};
   return v;
@@ -208,6 +209,7 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
   EXPECT_TRUE(contains(om, "# UNIT rssaudit_group_drift_pages pages\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_fidelity_ratio 0.99\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_live_mms 42\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_quiet_processes 5\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_store_ok 0\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_page_size_bytes 4096\n"));
   EXPECT_TRUE(contains(om, "# TYPE rssaudit_build info\n"));
