@@ -54,9 +54,12 @@ RSSAUDIT_SHARED struct {
 } sequence SEC(".maps");
 
 /* Identities of processes whose last thread exited. An array, not an LRU
- * hash: its update cost ~1.6 us per exit (bpf_stats), a slot write ~0. */
+ * hash: its update cost ~1.6 us per exit (bpf_stats), a slot write ~0.
+ * Mapped by user space, which reads it without a syscall (see `drops` in
+ * rss_event.h for why the daemon makes none). */
 RSSAUDIT_SHARED struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
   __uint(max_entries, RSS_EXITED_SLOTS);
   __type(key, __u32);
   __type(value, struct exited_process);

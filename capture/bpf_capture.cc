@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,9 @@
 
 namespace rssaudit {
 namespace {
+
+constexpr size_t kExitedBytes =
+    size_t{RSS_EXITED_SLOTS} * sizeof(exited_process);
 
 // The tracepoints the programs attach to, as tp_btf targets.
 constexpr const char* kTracepoints[] = {
@@ -447,6 +451,14 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
     return unexpected(
         CaptureError{"BPF capture: " + streams.error().message, false});
   c->streams_ = std::move(streams).value();
+  void* exited = mmap(nullptr, kExitedBytes, PROT_READ, MAP_SHARED,
+                      bpf_map__fd(c->exited_map_), 0);
+  if (exited == MAP_FAILED)
+    return unexpected(
+        CaptureError{fmt::format("BPF capture: mmap of the exited map: {}",
+                                 std::strerror(errno)),
+                     false});
+  c->exited_table_ = static_cast<const exited_process*>(exited);
   return c;
 }
 
@@ -524,17 +536,23 @@ void BpfCapture::add_percpu_limits() {
 }
 
 BpfCapture::~BpfCapture() {
-  streams_.reset();  // unmapped before the maps are freed with the skeleton
+  // Unmapped before the maps are freed with the skeleton.
+  streams_.reset();
+  if (exited_table_)
+    munmap(const_cast<exited_process*>(exited_table_), kExitedBytes);
   unload();
 }
 
 std::optional<exited_process> BpfCapture::exited(uint32_t tgid) const {
+  if (!exited_table_) return std::nullopt;
+  const exited_process& slot = exited_table_[tgid % RSS_EXITED_SLOTS];
   exited_process who{};
-  const uint32_t slot = tgid % RSS_EXITED_SLOTS;
-  if (bpf_map__lookup_elem(exited_map_, &slot, sizeof(slot), &who, sizeof(who),
-                           0) ||
-      who.tgid != tgid)
-    return std::nullopt;  // not ended, or its slot reused since
+  who.tgid = __atomic_load_n(&slot.tgid, __ATOMIC_ACQUIRE);
+  who.start_ticks = slot.start_ticks;
+  std::memcpy(who.comm, slot.comm, sizeof(who.comm));
+  // Not ended, or its slot taken by a later exit (since, or meanwhile).
+  if (who.tgid != tgid || __atomic_load_n(&slot.tgid, __ATOMIC_ACQUIRE) != tgid)
+    return std::nullopt;
   return who;
 }
 

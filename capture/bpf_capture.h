@@ -163,8 +163,9 @@ class BpfCapture {
 
   // Who process `tgid` was, if its last thread exited under the capture
   // and no later exit took its slot (tgid % RSS_EXITED_SLOTS). Each of its
-  // mms, the one an exec left included, may ask. A syscall: call per mm
-  // end, not per event.
+  // mms, the one an exec left included, may ask. A read of the mapped
+  // table: its record is published after the slot is written, so once
+  // the daemon has consumed the process's exit the slot is whole.
   std::optional<exited_process> exited(uint32_t tgid) const;
 
   // CPUs the kernel may ever use: the range of rss_event::cpu.
@@ -191,6 +192,7 @@ class BpfCapture {
   bpf_object* obj_ = nullptr;
   bpf_map *slots_map_ = nullptr, *positions_map_ = nullptr;
   bpf_map* exited_map_ = nullptr;
+  const exited_process* exited_table_ = nullptr;  // the map, mapped
   std::vector<bpf_program*> update_programs_;
   // Opens the build the kernel's kfuncs allow, with exit_hook_'s program,
   // and loads it; 0 or a negative errno.
