@@ -5,15 +5,12 @@
 
 #include "cli/errors.h"
 #include "cli/progress.h"
+#include "cli/query_support.h"
 #include "core/schemes/hpcc_tree.h"
 #include "core/sim/workload.h"
 
 namespace rssaudit::cli {
 namespace {
-
-nlohmann::json pages_or_null(const Bound& b) {
-  return b ? nlohmann::json(*b) : nlohmann::json(nullptr);
-}
 
 double per_1000(uint64_t shared, uint64_t updates) {
   return updates ? 1000.0 * shared / updates : 0.0;
@@ -62,16 +59,18 @@ nlohmann::json schemes_json(const std::vector<SchemeOutcome>& schemes,
   for (const SchemeOutcome& s : schemes) {
     out.push_back(
         {{"name", s.name},
-         {"bound_pages", pages_or_null(s.bound)},
+         {"bound_pages", json_or_null(s.bound)},
          {"bound_bytes",
-          pages_or_null(s.bound ? Bound(*s.bound * page_size) : Bound())},
+          json_or_null(s.bound ? Bound(*s.bound * page_size) : Bound())},
          {"largest_error_pages", s.largest_error},
          {"largest_error_bytes", s.largest_error * page_size},
          {"final_error_pages", s.final_error},
          {"final_error_bytes", s.final_error * page_size},
          {"shared_updates", s.shared_updates},
          {"shared_per_1000", per_1000(s.shared_updates, updates)},
-         {"bytes_per_mm", s.bytes_per_mm}});
+         {"bytes_per_mm", s.bytes_per_mm},
+         {"read_lines_approximate", s.read_cost.approximate},
+         {"read_lines_precise", json_or_null(s.read_cost.precise)}});
   }
   return out;
 }
@@ -88,6 +87,13 @@ void print_schemes(const std::vector<SchemeOutcome>& schemes, uint64_t updates,
                format_size(s.final_error, page_size, unit, true),
                per_1000(s.shared_updates, updates), s.bytes_per_mm);
   }
+  // What the accuracy above costs each reader.
+  fmt::print("\n{:<12}{:>16}{:>13}  {}\n", "read cost", "approximate",
+             "precise", "(cache lines per counter read)");
+  for (const SchemeOutcome& s : schemes)
+    fmt::print(
+        "{:<12}{:>16}{:>13}\n", s.name, s.read_cost.approximate,
+        s.read_cost.precise ? std::to_string(*s.read_cost.precise) : "none");
 }
 
 std::vector<CLI::Option*> add_synthetic_options(CLI::App& sub,

@@ -62,6 +62,12 @@ class HpccTree {
   Bound bound(int) const { return active_ ? bound_ : 0; }
   uint64_t shared_updates() const { return shared_; }
   size_t bytes_per_mm() const;
+  // The root and biases; the precise read adds the items and every CPU's
+  // slots. Before activation the biases alone, exact.
+  ReadCost read_cost() const {
+    if (!active_) return {1, 1};
+    return {1, 1 + static_cast<int64_t>(nr_items_ + nr_cpus_)};
+  }
 
   bool activated() const { return active_; }
   // Levels below the root: 0 holds the per-CPU slots, 1.. the items.

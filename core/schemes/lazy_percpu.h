@@ -48,6 +48,10 @@ class LazyPercpu {
     return shared_updates_ + (upstream_ ? upstream_->shared_updates() : 0);
   }
   size_t bytes_per_mm() const;
+  // One line (plain count and atomic) until the percpu_counter exists.
+  ReadCost read_cost() const {
+    return upstream_ ? upstream_->read_cost() : ReadCost{1, 1};
+  }
 
   // The percpu_counter, once a second thread has allocated it.
   const UpstreamPercpu* upstream() const { return upstream_.get(); }

@@ -2,7 +2,8 @@
 
 namespace rssaudit {
 
-PerCpuCache::PerCpuCache(const Topology& t) : cpus_(t.nr_cpus) {}
+PerCpuCache::PerCpuCache(const Topology& t)
+    : nr_cpus_(t.nr_cpus), cpus_(t.nr_cpus) {}
 
 bool PerCpuCache::on_event(const LifeEvent& e) {
   bool moved = false;

@@ -45,6 +45,8 @@ class PerTaskCache {
   Bound bound(int) const { return std::nullopt; }
   uint64_t shared_updates() const { return shared_updates_; }
   size_t bytes_per_mm() const;
+  // The atomics; the threads' caches are out of a reader's reach.
+  ReadCost read_cost() const { return {1, std::nullopt}; }
 
   // The cache and event count of task `tid` (0 when it has none).
   int32_t cached(uint32_t tid, int member) const;

@@ -17,6 +17,17 @@ namespace rssaudit {
 // the scheme has no static bound (the error grows until a sync).
 using Bound = std::optional<int64_t>;
 
+// Cache lines one read of one counter touches, as the scheme's readers do
+// it for this mm now (docs/counters.md, "What a read costs"): the price the
+// schemes pay for accuracy. `precise` empty: the scheme offers no precise
+// read.
+struct ReadCost {
+  int64_t approximate = 1;
+  std::optional<int64_t> precise = 1;
+
+  bool operator==(const ReadCost&) const = default;
+};
+
 template <class S>
 concept CountingScheme = requires(S s, const S cs, const Update& u,
                                   const LifeEvent& e, int member) {
@@ -24,7 +35,8 @@ concept CountingScheme = requires(S s, const S cs, const Update& u,
   { s.add(u) } -> std::same_as<void>;
   // Returns whether approximate() of some member may have changed.
   { s.on_event(e) } -> std::same_as<bool>;
-  // What an O(1) reader gets (before any clamping at 0).
+  // What the scheme's approximate readers (stat field 24, VmHWM, rusage)
+  // get, before any clamping at 0: O(1) for most schemes.
   { cs.approximate(member) } -> std::same_as<int64_t>;
   // The scheme's precise read (may cost O(CPUs)).
   { cs.precise(member) } -> std::same_as<int64_t>;
@@ -33,6 +45,7 @@ concept CountingScheme = requires(S s, const S cs, const Update& u,
   { cs.shared_updates() } -> std::same_as<uint64_t>;
   // Memory the scheme holds for this mm now, by its kernel design.
   { cs.bytes_per_mm() } -> std::same_as<size_t>;
+  { cs.read_cost() } -> std::same_as<ReadCost>;
 };
 
 }  // namespace rssaudit

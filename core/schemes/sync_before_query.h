@@ -28,6 +28,8 @@ class SyncBeforeQuery {
   Bound bound(int member) const { return upstream_.bound(member); }
   uint64_t shared_updates() const { return upstream_.shared_updates(); }
   size_t bytes_per_mm() const { return upstream_.bytes_per_mm(); }
+  // Reads as upstream; its O(CPUs) folds at exit and rusage are no read.
+  ReadCost read_cost() const { return upstream_.read_cost(); }
 
   const UpstreamPercpu& upstream() const { return upstream_; }
 

@@ -46,6 +46,8 @@ class UpstreamPercpu {
   Bound bound(int) const { return int64_t{nr_cpus_} * (batch_ - 1); }
   uint64_t shared_updates() const { return carries_; }
   size_t bytes_per_mm() const;
+  // `count`; the sum adds every CPU's slot (its own line each).
+  ReadCost read_cost() const { return {1, 1 + int64_t{nr_cpus_}}; }
 
   int32_t slot(int member, uint32_t cpu) const {
     return slots_.get(cpu)[member];

@@ -9,9 +9,9 @@
 namespace rssaudit {
 namespace {
 
-// Adds one finished mm to a run's totals: the largest errors and bytes,
-// summed shared updates, the bound of the worst mm (none if any mm has
-// none), and this mm's final error as the run's last.
+// Adds one finished mm to a run's totals: the largest errors, bytes and
+// read costs, summed shared updates, the bound of the worst mm (none if any
+// mm has none), and this mm's final error as the run's last.
 void accumulate(std::vector<SchemeOutcome>& run,
                 const std::vector<SchemeOutcome>& mm) {
   for (size_t i = 0; i < mm.size(); ++i) {
@@ -20,6 +20,12 @@ void accumulate(std::vector<SchemeOutcome>& run,
     r.largest_error = std::max(r.largest_error, o.largest_error);
     r.shared_updates += o.shared_updates;
     r.bytes_per_mm = std::max(r.bytes_per_mm, o.bytes_per_mm);
+    r.read_cost.approximate =
+        std::max(r.read_cost.approximate, o.read_cost.approximate);
+    r.read_cost.precise = r.read_cost.precise && o.read_cost.precise
+                              ? std::optional(std::max(*r.read_cost.precise,
+                                                       *o.read_cost.precise))
+                              : std::nullopt;
     r.final_error = o.final_error;
     r.bound =
         r.bound && o.bound ? Bound(std::max(*r.bound, *o.bound)) : Bound();
@@ -70,6 +76,7 @@ std::vector<SchemeOutcome> mm_outcomes(const MmAudit& mm) {
     o.largest_error = mm.largest_error()[i];
     o.shared_updates = s.shared_updates();
     o.bytes_per_mm = s.bytes_per_mm();
+    o.read_cost = s.read_cost();
     for (int m = 0; m < kMembers; ++m) {
       const int64_t e = s.approximate(m) - mm.exact(m);
       if (std::llabs(e) > std::llabs(o.final_error)) o.final_error = e;

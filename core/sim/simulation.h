@@ -22,6 +22,7 @@ struct SchemeOutcome {
   int64_t final_error = 0;    // signed, at the end of the last mm
   uint64_t shared_updates = 0;
   size_t bytes_per_mm = 0;  // largest seen at the end of an mm's life
+  ReadCost read_cost{};     // largest seen at the end of an mm's life
 };
 
 struct SimulationResult {

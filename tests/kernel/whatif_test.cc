@@ -100,7 +100,16 @@ class WhatifKernelTest : public ::testing::Test {
       EXPECT_TRUE(mm["peak_rss_pages"].is_null()) << mm.dump();
     }
     ASSERT_EQ(mm["schemes"].size(), 6u);
+    const auto& upstream = mm["schemes"][0];
+    ASSERT_EQ(upstream["name"], "upstream");
     for (const auto& s : mm["schemes"]) {
+      if (s["name"] == "per_cpu") {
+        // Its readers add every possible CPU's cache to the atomics: no
+        // error, at the price of a read as wide as upstream's sum.
+        EXPECT_EQ(s["largest_error_pages"], 0) << s.dump();
+        EXPECT_EQ(s["read_lines_approximate"], upstream["read_lines_precise"]);
+        EXPECT_EQ(s["read_lines_precise"], upstream["read_lines_precise"]);
+      }
       if (s["bound_pages"].is_null()) continue;
       EXPECT_LE(s["largest_error_pages"].get<int64_t>(),
                 s["bound_pages"].get<int64_t>())

@@ -303,6 +303,7 @@ TEST(HpccLazy, ExactAndUnallocatedBeforeTheSecondThread) {
   EXPECT_FALSE(tree.activated());
   EXPECT_EQ(*tree.bound(kAnonPages), 0);
   EXPECT_EQ(tree.bytes_per_mm(), 64u);
+  EXPECT_EQ(tree.read_cost(), (ReadCost{1, 1})) << "the biases alone";
   EXPECT_EQ(tree.shared_updates(), by_others) << "only the atomic bias";
 }
 
@@ -313,6 +314,8 @@ TEST(HpccLazy, TheSecondThreadActivatesTheTreeAndKeepsTheBiases) {
   tree.on_event(kSecondThread);
   EXPECT_TRUE(tree.activated());
   EXPECT_EQ(tree.bytes_per_mm(), 96u + 4u * 32u + 64u * 4u);
+  // The root and biases; the precise read adds 4 items and 64 slots.
+  EXPECT_EQ(tree.read_cost(), (ReadCost{1, 1 + 4 + 64}));
   EXPECT_EQ(*tree.bound(kAnonPages), 64 * 31 + 4 * 480);
   EXPECT_EQ(tree.approximate(kAnonPages), 93);
   // Owner and other tasks alike now go to the CPU's slot.

@@ -29,6 +29,7 @@ TEST(LazyPercpu, SingleThreadIsExactWithoutPerCpuMemory) {
   EXPECT_EQ(s.upstream(), nullptr);
   EXPECT_EQ(s.bytes_per_mm(), 64u);
   EXPECT_EQ(s.bytes_per_mm(), LazyPercpu(Topology::for_cpus(1)).bytes_per_mm());
+  EXPECT_EQ(s.read_cost(), (ReadCost{1, 1})) << "plain count and atomic";
 }
 
 TEST(LazyPercpu, OtherEventsDoNotUpgrade) {
@@ -56,6 +57,7 @@ TEST(LazyPercpu, SecondThreadSeedsAPercpuCounterWithTheValueSoFar) {
   EXPECT_EQ(*s.bound(kAnonPages), 384 * 767);
   EXPECT_EQ(s.shared_updates(), 2u);  // seeding is not an update
   EXPECT_EQ(s.bytes_per_mm(), 64u + UpstreamPercpu(t).bytes_per_mm());
+  EXPECT_EQ(s.read_cost(), UpstreamPercpu(t).read_cost());
   // Now a small add stays in the slot, as upstream does.
   s.add(update_on(3, 1));
   EXPECT_EQ(s.approximate(kAnonPages), 1005);

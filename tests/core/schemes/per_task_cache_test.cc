@@ -83,6 +83,13 @@ TEST(PerTaskCache, UpdatesOutsideTheOwnersFaultPathHitTheAtomics) {
   EXPECT_EQ(s.tasks(), 0u);  // no task cache was needed
 }
 
+// Every reader reads the atomics; nothing reaches the threads' caches, so
+// the scheme offers no precise read (docs/counters.md).
+TEST(PerTaskCache, ReadersReadTheAtomicsAndNoPreciseReadExists) {
+  EXPECT_EQ(PerTaskCache(Topology::for_cpus(384)).read_cost(),
+            (ReadCost{1, std::nullopt}));
+}
+
 TEST(PerTaskCache, SyncAddsOnlyNonZeroMembers) {
   PerTaskCache s(Topology::for_cpus(2));
   s.on_event(life_event(LifeKind::kFault, kFirstTid));

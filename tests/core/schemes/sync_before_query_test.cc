@@ -46,6 +46,7 @@ TEST(SyncBeforeQuery, CostsWhatUpstreamCosts) {
   SyncBeforeQuery s(t);
   EXPECT_EQ(s.bytes_per_mm(), UpstreamPercpu(t).bytes_per_mm());
   EXPECT_EQ(s.bound(kAnonPages), UpstreamPercpu(t).bound(kAnonPages));
+  EXPECT_EQ(s.read_cost(), UpstreamPercpu(t).read_cost());
 }
 
 class SyncBeforeQueryRandom : public ::testing::TestWithParam<uint32_t> {};

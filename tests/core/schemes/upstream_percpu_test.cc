@@ -84,6 +84,13 @@ TEST(UpstreamPercpu, FoldAllMakesTheApproximateExact) {
   EXPECT_EQ(c.shared_updates(), 2u);  // two counters had something to fold
 }
 
+// percpu_counter_read() is `count`; percpu_counter_sum() adds every CPU's
+// slot, each in its CPU's per-CPU area (docs/counters.md).
+TEST(UpstreamPercpu, AReadTouchesCountAndASumEveryCpu) {
+  EXPECT_EQ(UpstreamPercpu(Topology::for_cpus(384)).read_cost(),
+            (ReadCost{1, 385}));
+}
+
 TEST(UpstreamPercpu, MemoryGrowsWithPossibleCpus) {
   EXPECT_EQ(UpstreamPercpu(Topology::for_cpus(1)).bytes_per_mm(), 160u + 16u);
   EXPECT_EQ(UpstreamPercpu(Topology::for_cpus(384)).bytes_per_mm(),
