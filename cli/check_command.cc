@@ -317,10 +317,12 @@ void print_json(const Report& r) {
       {"counting_scheme_from", r.scheme_source},
       {"batch", percpu ? nlohmann::json(r.host.upstream_batch)
                        : nlohmann::json(nullptr)},
-      {"bound_pages",
+      {"bound_per_counter_pages",
        percpu ? nlohmann::json(r.bound) : nlohmann::json(nullptr)},
-      {"bound_bytes", percpu ? nlohmann::json(r.bound * r.page_size)
-                             : nlohmann::json(nullptr)},
+      {"bound_per_counter_bytes", percpu ? nlohmann::json(r.bound * r.page_size)
+                                         : nlohmann::json(nullptr)},
+      {"rss_bound_pages", percpu ? nlohmann::json(kRssCounters * r.bound)
+                                 : nlohmann::json(nullptr)},
       {"task_cache",
        percpu
            ? nlohmann::json(nullptr)

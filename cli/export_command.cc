@@ -175,14 +175,15 @@ void write_json(std::ostream& out, StoreReader& reader, const Context& c,
     head["processes"].push_back(process_json(p));
   for (const ModelErrorRow& e : checked(reader.model_errors(
            std::nullopt, c.window.since_ns, c.window.until_ns)))
-    head["model_errors"].push_back({{"process_id", e.process_id},
-                                    {"scheme", SchemeSet::kNames[e.scheme]},
-                                    {"start_ns", e.start_ns},
-                                    {"end_ns", e.end_ns},
-                                    {"largest_error", e.largest_error},
-                                    {"bound", json_or_null(e.bound)},
-                                    {"shared_updates", e.shared_updates},
-                                    {"bytes_per_mm", e.bytes_per_mm}});
+    head["model_errors"].push_back(
+        {{"process_id", e.process_id},
+         {"scheme", SchemeSet::kNames[e.scheme]},
+         {"start_ns", e.start_ns},
+         {"end_ns", e.end_ns},
+         {"largest_error", e.largest_error},
+         {"bound_per_counter", json_or_null(e.bound)},
+         {"shared_updates", e.shared_updates},
+         {"bytes_per_mm", e.bytes_per_mm}});
   out << "{";
   for (const auto& [key, value] : head.items())
     out << nlohmann::json(key).dump() << ":" << value.dump() << ",\n";
@@ -257,13 +258,13 @@ std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
   std::string out =
       "<table>\n<tr><th>pid</th><th>comm</th><th>run</th><th>start ticks"
       "</th><th>RSS</th><th>drift</th><th>largest |drift|</th><th>at</th>"
-      "<th>drift / bound</th><th>samples</th></tr>\n";
+      "<th>drift / RSS bound</th><th>samples</th></tr>\n";
   for (const ProcessWindow& w : offenders) {
     auto size = [&](const std::optional<int64_t>& pages, bool sign) {
       return pages ? format_size(*pages, w.page_size, SizeUnit::kHuman, sign)
                    : "-";
     };
-    const std::optional<double> ratio = drift_to_bound(w);
+    const std::optional<double> ratio = drift_to_rss_bound(w);
     out += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",

@@ -35,9 +35,10 @@ std::optional<int64_t> kernel_of(const LiveProcess& p) {
 std::optional<int64_t> peak_of(const LiveProcess& p) {
   return p.from_zero && !p.quiet ? std::optional(p.peak_rss) : std::nullopt;
 }
+// |drift| over the RSS bound.
 std::optional<double> ratio_of(const LiveProcess& p) {
-  if (!p.drift_known() || p.bound <= 0) return std::nullopt;
-  return std::abs(double(p.drift())) / double(p.bound);
+  if (!p.drift_known() || p.rss_bound <= 0) return std::nullopt;
+  return std::abs(double(p.drift())) / double(p.rss_bound);
 }
 
 std::string ratio_text(const std::optional<double>& r) {
@@ -53,26 +54,27 @@ json process_json(const LiveProcess& p, int64_t page_size) {
   json errors = p.quiet ? json(nullptr) : json::object();
   for (size_t i = 0; i < SchemeSet::kCount && !p.quiet; ++i)
     errors[std::string(SchemeSet::kNames[i])] = p.largest_error[i];
-  return {{"pid", p.pid},
-          {"start_ticks", p.start_ticks},
-          {"comm", p.comm},
-          {"cgroup", p.cgroup},
-          {"from_zero", p.from_zero},
-          {"quiet", p.quiet},
-          {"kernel_rss_pages", json_or_null(kernel_of(p))},
-          {"kernel_rss_bytes", bytes(kernel_of(p))},
-          {"exact_rss_pages", json_or_null(exact_of(p))},
-          {"exact_rss_bytes", bytes(exact_of(p))},
-          {"drift_pages", json_or_null(drift_of(p))},
-          {"drift_bytes", bytes(drift_of(p))},
-          {"true_peak_pages", json_or_null(peak_of(p))},
-          {"bound_pages", p.bound > 0 ? json(p.bound) : json(nullptr)},
-          {"drift_to_bound", ratio ? json(*ratio) : json(nullptr)},
-          {"updates", p.updates},
-          {"flagged", p.flagged},
-          {"fidelity_checked", p.fidelity_checked},
-          {"fidelity_matched", p.fidelity_matched},
-          {"largest_error_pages", std::move(errors)}};
+  return {
+      {"pid", p.pid},
+      {"start_ticks", p.start_ticks},
+      {"comm", p.comm},
+      {"cgroup", p.cgroup},
+      {"from_zero", p.from_zero},
+      {"quiet", p.quiet},
+      {"kernel_rss_pages", json_or_null(kernel_of(p))},
+      {"kernel_rss_bytes", bytes(kernel_of(p))},
+      {"exact_rss_pages", json_or_null(exact_of(p))},
+      {"exact_rss_bytes", bytes(exact_of(p))},
+      {"drift_pages", json_or_null(drift_of(p))},
+      {"drift_bytes", bytes(drift_of(p))},
+      {"true_peak_pages", json_or_null(peak_of(p))},
+      {"rss_bound_pages", p.rss_bound > 0 ? json(p.rss_bound) : json(nullptr)},
+      {"drift_to_rss_bound", ratio ? json(*ratio) : json(nullptr)},
+      {"updates", p.updates},
+      {"flagged", p.flagged},
+      {"fidelity_checked", p.fidelity_checked},
+      {"fidelity_matched", p.fidelity_matched},
+      {"largest_error_pages", std::move(errors)}};
 }
 
 json source_json(const LiveOptions& live, const DaemonHealth& h) {
@@ -225,26 +227,31 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
   fmt::print("kernel (approximate) RSS:  {}\n", size(kernel_of(p)));
   fmt::print("exact RSS:                 {}\n", size(exact_of(p)));
   fmt::print("drift (kernel - exact):    {}{}\n", size(drift_of(p), true),
-             ratio ? fmt::format(" ({:.1f}% of the kernel's bound {})",
-                                 100 * *ratio, size(p.bound))
+             ratio ? fmt::format(" ({:.1f}% of the kernel's RSS bound {})",
+                                 100 * *ratio, size(p.rss_bound))
                    : "");
   fmt::print("true peak:                 {}\n", size(peak_of(p)));
   if (p.quiet) {
     fmt::print("\nmodels: none ran, no update was seen\n");
     return;
   }
-  fmt::print("\nmodels, largest error since rssauditd saw the process:\n");
+  fmt::print(
+      "\nmodels, largest error of a counter since rssauditd saw the "
+      "process:\n");
   constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}\n";
-  fmt::print(kModelRow, "scheme", "largest error", "bound", "error/bound");
+  fmt::print(kModelRow, "scheme", "largest error", "bound/counter",
+             "error/bound");
+  // Only the kernel's own scheme's bound travels with the live view.
+  const int64_t per_counter = p.rss_bound / kRssCounters;
   for (size_t i = 0; i < SchemeSet::kCount; ++i) {
-    // Only the kernel's own scheme's bound travels with the live view.
     const bool own = i == kernel_scheme(h.counting == kCountingTaskCache);
     const int64_t e = p.largest_error[i];
-    fmt::print(kModelRow, SchemeSet::kNames[i], size(e),
-               own && p.bound > 0 ? size(p.bound) : "-",
-               own && p.bound > 0
-                   ? fmt::format("{:.1f}%", 100.0 * double(e) / double(p.bound))
-                   : "-");
+    fmt::print(
+        kModelRow, SchemeSet::kNames[i], size(e),
+        own && per_counter > 0 ? size(per_counter) : "-",
+        own && per_counter > 0
+            ? fmt::format("{:.1f}%", 100.0 * double(e) / double(per_counter))
+            : "-");
   }
 }
 

@@ -129,15 +129,15 @@ std::optional<int64_t> rss_bound(std::optional<int64_t> counter_bound) {
   return kRssCounters * *counter_bound;
 }
 
-std::optional<double> drift_to_bound(std::optional<int64_t> drift,
-                                     std::optional<int64_t> counter_bound) {
+std::optional<double> drift_to_rss_bound(std::optional<int64_t> drift,
+                                         std::optional<int64_t> counter_bound) {
   const std::optional<int64_t> bound = rss_bound(counter_bound);
   if (!drift || !bound) return std::nullopt;
   return std::abs(double(*drift)) / double(*bound);
 }
 
-std::optional<double> drift_to_bound(const ProcessWindow& w) {
-  return drift_to_bound(w.worst_drift, w.bound);
+std::optional<double> drift_to_rss_bound(const ProcessWindow& w) {
+  return drift_to_rss_bound(w.worst_drift, w.bound_per_counter);
 }
 
 void rank(std::vector<ProcessWindow>& windows, TopSort by) {
@@ -147,7 +147,7 @@ void rank(std::vector<ProcessWindow>& windows, TopSort by) {
         if (!w.worst_drift) return std::nullopt;
         return std::abs(double(*w.worst_drift));
       case TopSort::kRatio:
-        return drift_to_bound(w);
+        return drift_to_rss_bound(w);
       case TopSort::kRss:
         if (auto rss = resident_pages(w.latest.row))
           return double(*rss) * double(w.page_size);

@@ -79,10 +79,10 @@ std::optional<int64_t> resident_pages(const SampleRow& r);
 // |RSS drift| / the kernel's bound on it, when both are known: the stored
 // bound is per counter, and the RSS is kRssCounters of them.
 std::optional<int64_t> rss_bound(std::optional<int64_t> counter_bound);
-std::optional<double> drift_to_bound(std::optional<int64_t> drift,
-                                     std::optional<int64_t> counter_bound);
+std::optional<double> drift_to_rss_bound(std::optional<int64_t> drift,
+                                         std::optional<int64_t> counter_bound);
 // The same for the window's largest drift.
-std::optional<double> drift_to_bound(const ProcessWindow& w);
+std::optional<double> drift_to_rss_bound(const ProcessWindow& w);
 
 enum class TopSort { kDrift, kRatio, kRss };
 // Largest first; processes without the value last, then by id.

@@ -59,8 +59,8 @@ nlohmann::json schemes_json(const std::vector<SchemeOutcome>& schemes,
   for (const SchemeOutcome& s : schemes) {
     out.push_back(
         {{"name", s.name},
-         {"bound_pages", json_or_null(s.bound)},
-         {"bound_bytes",
+         {"bound_per_counter_pages", json_or_null(s.bound)},
+         {"bound_per_counter_bytes",
           json_or_null(s.bound ? Bound(*s.bound * page_size) : Bound())},
          {"largest_error_pages", s.largest_error},
          {"largest_error_bytes", s.largest_error * page_size},
@@ -78,8 +78,8 @@ nlohmann::json schemes_json(const std::vector<SchemeOutcome>& schemes,
 void print_schemes(const std::vector<SchemeOutcome>& schemes, uint64_t updates,
                    int64_t page_size, SizeUnit unit) {
   // Widths leave room for --bytes figures of 65536-CPU bounds.
-  fmt::print("{:<12}{:>16}{:>13}{:>13}{:>11}{:>10}\n", "scheme", "bound",
-             "max error", "final", "shared/1k", "bytes/mm");
+  fmt::print("{:<12}{:>16}{:>13}{:>13}{:>11}{:>10}\n", "scheme",
+             "bound/counter", "max error", "final", "shared/1k", "bytes/mm");
   for (const SchemeOutcome& s : schemes) {
     fmt::print("{:<12}{:>16}{:>13}{:>13}{:>11.2f}{:>10}\n", s.name,
                s.bound ? format_size(*s.bound, page_size, unit) : "none",

@@ -37,9 +37,10 @@ Topology model_topology(const ModelOptions& o, int64_t cpus);
 std::string shape_text(const std::vector<uint32_t>& shape);
 
 // The schemes of a run of `updates` updates as a JSON array, one object per
-// scheme: name, bound_pages (null: no static bound), largest_error_pages,
-// final_error_pages, their *_bytes, shared_updates, shared_per_1000,
-// bytes_per_mm and read_lines_approximate/_precise (null: no precise read).
+// scheme: name, bound_per_counter_pages (null: no static bound),
+// largest_error_pages, final_error_pages, their *_bytes, shared_updates,
+// shared_per_1000, bytes_per_mm and read_lines_approximate/_precise (null:
+// no precise read).
 nlohmann::json schemes_json(const std::vector<SchemeOutcome>& schemes,
                             uint64_t updates, int64_t page_size);
 

@@ -84,13 +84,14 @@ nlohmann::json json_of(const ProcessSummary& p, const RunInfo& run,
     j["sample"] = s;
   }
   for (const ModelErrorRow& e : errors)
-    j["model_errors"].push_back({{"scheme", SchemeSet::kNames[e.scheme]},
-                                 {"start_ns", e.start_ns},
-                                 {"end_ns", e.end_ns},
-                                 {"largest_error_pages", e.largest_error},
-                                 {"bound_pages", json_or_null(e.bound)},
-                                 {"shared_updates", e.shared_updates},
-                                 {"bytes_per_mm", e.bytes_per_mm}});
+    j["model_errors"].push_back(
+        {{"scheme", SchemeSet::kNames[e.scheme]},
+         {"start_ns", e.start_ns},
+         {"end_ns", e.end_ns},
+         {"largest_error_pages", e.largest_error},
+         {"bound_per_counter_pages", json_or_null(e.bound)},
+         {"shared_updates", e.shared_updates},
+         {"bytes_per_mm", e.bytes_per_mm}});
   return j;
 }
 
@@ -119,14 +120,11 @@ void print_sources(const StoredSample& sample, const RunInfo& run,
   fmt::print(kRow, "rss", size(sources[0].rss), size(sources[1].rss),
              size(sources[2].rss), size(sources[3].rss), size(sources[4].rss),
              size(sources[5].rss));
-  // The bound of the kernel's own scheme (per_task, before 6.2, has none).
-  const ModelErrorRow* own = nullptr;
-  for (const ModelErrorRow& e : errors)
-    if (e.scheme == kernel_scheme(task_cache)) own = &e;
-  const std::optional<int64_t> counter_bound = own ? own->bound : std::nullopt;
+  const std::optional<int64_t> counter_bound =
+      kernel_bound_per_counter(run.counting, run.nr_cpus, run.batch);
   std::string ratio;
-  if (const auto r = drift_to_bound(sample.drift, counter_bound))
-    ratio = fmt::format(" ({:.1f}% of the kernel's bound {})", 100.0 * *r,
+  if (const auto r = drift_to_rss_bound(sample.drift, counter_bound))
+    ratio = fmt::format(" ({:.1f}% of the kernel's RSS bound {})", 100.0 * *r,
                         size(rss_bound(counter_bound)));
   if (task_cache) {
     // status and statm read the atomics too: no precise /proc value.
@@ -144,10 +142,10 @@ void print_sources(const StoredSample& sample, const RunInfo& run,
              size(r.vm_hwm), size(r.true_peak),
              size(difference(r.true_peak, r.vm_hwm), true));
   if (errors.empty()) return;
-  fmt::print("\nmodels, newest interval:\n");
+  fmt::print("\nmodels, newest interval, largest error of a counter:\n");
   constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}  {}\n";
-  fmt::print(kModelRow, "scheme", "largest error", "bound", "error/bound",
-             "interval end");
+  fmt::print(kModelRow, "scheme", "largest error", "bound/counter",
+             "error/bound", "interval end");
   for (const ModelErrorRow& e : errors) {
     fmt::print(kModelRow, SchemeSet::kNames[e.scheme], size(e.largest_error),
                e.bound ? size(e.bound) : "none",

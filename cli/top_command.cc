@@ -24,14 +24,14 @@ struct TopOptions {
 };
 
 std::string ratio_text(const ProcessWindow& w) {
-  const std::optional<double> r = drift_to_bound(w);
+  const std::optional<double> r = drift_to_rss_bound(w);
   return r ? fmt::format("{:.1f}%", 100 * *r) : "-";
 }
 
 nlohmann::json window_json(const ProcessWindow& w) {
   const ProcessSummary& p = w.process;
   const std::optional<int64_t> rss = resident_pages(w.latest.row);
-  const std::optional<double> ratio = drift_to_bound(w);
+  const std::optional<double> ratio = drift_to_rss_bound(w);
   auto bytes = [&](const std::optional<int64_t>& pages) {
     return pages ? nlohmann::json(*pages * w.page_size)
                  : nlohmann::json(nullptr);
@@ -48,8 +48,9 @@ nlohmann::json window_json(const ProcessWindow& w) {
       {"max_drift_bytes", bytes(w.worst_drift)},
       {"max_drift_ns",
        w.worst_drift ? nlohmann::json(w.worst_at_ns) : nlohmann::json(nullptr)},
-      {"bound_pages", json_or_null(w.bound)},
-      {"drift_to_bound",
+      {"bound_per_counter_pages", json_or_null(w.bound_per_counter)},
+      {"rss_bound_pages", json_or_null(rss_bound(w.bound_per_counter))},
+      {"drift_to_rss_bound",
        ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)},
       {"samples", w.samples},
       {"last_sample_ns", w.latest.row.time_ns}});
@@ -96,6 +97,9 @@ void run(const TopOptions& o) {
         size(resident_pages(w.latest.row), false), size(w.latest.drift, true),
         size(w.worst_drift, true), ratio_text(w), w.samples);
   }
+  fmt::print(
+      "/BOUND: max |drift| over the kernel's RSS bound, 3 counters of\n"
+      "        CPUs x (batch - 1) pages each; - before 6.2 (no bound)\n");
 }
 
 }  // namespace

@@ -180,7 +180,7 @@ std::vector<LiveProcess> HistoryRecorder::quiet_processes(int64_t bound) const {
     p.kernel_known = true;
     p.from_zero = q.precise_rss.has_value();
     p.exact_rss = q.precise_rss.value_or(0);
-    p.bound = bound;
+    p.rss_bound = bound;
     out.push_back(std::move(p));
   }
   return out;

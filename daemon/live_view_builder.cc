@@ -39,7 +39,7 @@ LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
     p.kernel_rss = s.kernel_rss;
     p.kernel_known = s.kernel_known;
     p.peak_rss = s.peak_rss;
-    p.bound = bound;
+    p.rss_bound = bound;
     p.largest_error = s.largest_error;
     view.processes.push_back(std::move(p));
   });

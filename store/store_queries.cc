@@ -255,13 +255,7 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
           "  WHERE time_ns >= ?1 AND time_ns < ?2 AND drift IS NOT NULL "
           "  GROUP BY process_id) "
           "SELECT {}, r.page_size, w.n, {}, s.drift, worst.drift, "
-          "  worst.time_ns, "
-          "  (SELECT m.bound FROM model_errors m "
-          "   INDEXED BY model_errors_by_time WHERE m.process_id = p.id "
-          "   AND m.scheme = CASE r.counting WHEN ?4 THEN ?5 ELSE ?3 END "
-          "   AND m.end_ns >= max(?1, p.first_seen_ns) "
-          "   AND m.end_ns < min(?2, p.last_seen_ns + 1) "
-          "   ORDER BY m.end_ns DESC LIMIT 1), r.counting "
+          "  worst.time_ns, r.nr_cpus, r.batch, r.counting "
           "FROM w JOIN processes p ON p.id = w.process_id "
           "JOIN runs r ON r.id = p.run_id "
           "JOIN samples s ON s.rowid = w.newest "
@@ -270,10 +264,6 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
       [&](Statement& s) {
         s.bind(1, since_ns);
         s.bind(2, until_ns);
-        // The bound of the kernel's own scheme.
-        s.bind_text(3, UpstreamPercpu::kName);
-        s.bind_text(4, kCountingTaskCache);
-        s.bind_text(5, PerTaskCache::kName);
       },
       [](const Statement& q) {
         ProcessWindow w;
@@ -286,8 +276,13 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
         w.latest.drift = q.column_optional(i++);
         w.worst_drift = q.column_optional(i++);
         w.worst_at_ns = q.column_optional(i++).value_or(0);
-        w.bound = q.column_optional(i++);
-        w.task_cache = q.column_text(i++) == kCountingTaskCache;
+        // Of the run's topology: a quiet process, which no model ran for,
+        // has one too.
+        const int64_t nr_cpus = q.column_int(i++), batch = q.column_int(i++);
+        const std::string counting = q.column_text(i++);
+        w.bound_per_counter =
+            kernel_bound_per_counter(counting, nr_cpus, batch);
+        w.task_cache = counting == kCountingTaskCache;
         return w;
       });
 }

@@ -62,10 +62,10 @@ struct ProcessWindow {
   // the window has a drift.
   std::optional<int64_t> worst_drift;
   int64_t worst_at_ns = 0;
-  // The bound of the kernel's own scheme (upstream; before 6.2 per_task,
-  // which has none) in the newest model_errors interval that ended in the
-  // window.
-  std::optional<int64_t> bound;
+  // The kernel's bound per counter, from its run's CPUs and batch
+  // (percpu_counter: nr_cpus x (batch - 1)); empty before 6.2, whose
+  // per-task caches have none.
+  std::optional<int64_t> bound_per_counter;
   // Its run's kernel counted with per-task caches (runs.counting): no
   // /proc value is precise there; drift is against the update stream.
   bool task_cache = false;

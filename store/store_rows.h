@@ -34,6 +34,15 @@ struct RunInfo {
   int64_t started_ns = 0;
 };
 
+// The kernel's bound on one counter's drift: nr_cpus x (batch - 1) under
+// percpu_counter; none before 6.2 (a thread's cache is bounded by its
+// faults, not in time). An RSS is kRssCounters such counters.
+inline std::optional<int64_t> kernel_bound_per_counter(
+    std::string_view counting, int64_t nr_cpus, int64_t batch) {
+  if (counting == kCountingTaskCache || batch < 1) return std::nullopt;
+  return nr_cpus * (batch - 1);
+}
+
 // Pids are reused; a pid with its start time is not (within one boot).
 struct ProcessIdentity {
   uint32_t pid = 0;

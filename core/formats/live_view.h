@@ -64,10 +64,11 @@ struct LiveProcess {
   // update since the capture started); else kernel_rss is partial.
   bool kernel_known = false;
   int64_t peak_rss = 0;  // true peak
-  // The kernel's bound on |kernel_rss - exact_rss| (percpu_counter: three
-  // counters, file, anon and shmem, nr_cpus * (batch - 1) each); 0: none
-  // (before 6.2 a thread's cache is bounded by its faults, not in time).
-  int64_t bound = 0;
+  // The kernel's bound on |kernel_rss - exact_rss|, the RSS bound: three
+  // counters (file, anon, shmem) of nr_cpus * (batch - 1) each under
+  // percpu_counter; 0: none (before 6.2 a thread's cache is bounded by its
+  // faults, not in time).
+  int64_t rss_bound = 0;
   std::array<int64_t, SchemeSet::kCount> largest_error{};  // kNames order
 
   bool drift_known() const { return from_zero && kernel_known; }

@@ -156,7 +156,7 @@ LiveProcess read_process(const json& j, const std::string& where) {
   p.kernel_rss = r.integer<int64_t>("kernel_rss");
   p.kernel_known = r.boolean("kernel_known");
   p.peak_rss = r.integer<int64_t>("peak_rss");
-  p.bound = r.integer<int64_t>("bound");
+  p.rss_bound = r.integer<int64_t>("rss_bound");
   const ObjectReader errors(r.at("largest_error"), r.field("largest_error"));
   for (size_t i = 0; i < SchemeSet::kCount; ++i)
     p.largest_error[i] =
@@ -220,7 +220,7 @@ json process_to_json(const LiveProcess& p) {
       {"kernel_rss", p.kernel_rss},
       {"kernel_known", p.kernel_known},
       {"peak_rss", p.peak_rss},
-      {"bound", p.bound},
+      {"rss_bound", p.rss_bound},
       {"largest_error", std::move(errors)},
   };
 }

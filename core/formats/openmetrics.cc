@@ -127,10 +127,10 @@ struct Group {
     if (!p.drift_known()) return;
     drift += p.drift();
     largest = std::max(largest, magnitude(p.drift()));
-    bound += p.bound;
-    if (p.bound > 0) {
+    bound += p.rss_bound;
+    if (p.rss_bound > 0) {
       const double r = static_cast<double>(magnitude(p.drift())) /
-                       static_cast<double>(p.bound);
+                       static_cast<double>(p.rss_bound);
       ratio = std::max(ratio.value_or(r), r);
     }
   }
@@ -226,12 +226,15 @@ void add_groups(Builder& b, const LiveView& view,
   auto& largest =
       b.family("rssaudit_group_largest_drift_pages", Type::kGauge, "pages",
                "Largest absolute drift of a process in the group.");
-  auto& bound = b.family("rssaudit_group_bound_pages", Type::kGauge, "pages",
-                         "Summed percpu_counter error bound of the group's "
-                         "processes (absent before Linux 6.2: no bound).");
-  auto& ratio = b.family("rssaudit_group_drift_bound_ratio", Type::kGauge, "",
-                         "Largest absolute drift over bound of a process in "
-                         "the group.");
+  auto& bound =
+      b.family("rssaudit_group_rss_bound_pages", Type::kGauge, "pages",
+               "Summed RSS bound of the group's processes: 3 "
+               "counters x CPUs x (batch - 1) each (absent before "
+               "Linux 6.2: no bound).");
+  auto& ratio =
+      b.family("rssaudit_group_drift_to_rss_bound_ratio", Type::kGauge, "",
+               "Largest absolute drift over its RSS bound of a "
+               "process in the group.");
   auto& fid = b.family("rssaudit_group_fidelity_ratio", Type::kGauge, "",
                        "Share of checks at which the model of the kernel's "
                        "own scheme equalled the kernel count.");
@@ -257,9 +260,11 @@ void add_processes(Builder& b, const LiveView& view,
   auto& drift = b.family("rssaudit_process_drift_pages", Type::kGauge, "pages",
                          "Kernel approximate minus exact RSS, for the "
                          "processes with the largest absolute drift.");
-  auto& bound = b.family("rssaudit_process_bound_pages", Type::kGauge, "pages",
-                         "The kernel's percpu_counter error bound on the "
-                         "drift (absent before Linux 6.2: no bound).");
+  auto& bound =
+      b.family("rssaudit_process_rss_bound_pages", Type::kGauge, "pages",
+               "The kernel's RSS bound on the drift: 3 counters x "
+               "CPUs x (batch - 1) (absent before Linux 6.2: no "
+               "bound).");
   auto& exact = b.family("rssaudit_process_exact_rss_pages", Type::kGauge,
                          "pages", "RSS from the audited update stream.");
   auto& fid = b.family("rssaudit_process_fidelity_ratio", Type::kGauge, "",
@@ -268,7 +273,7 @@ void add_processes(Builder& b, const LiveView& view,
   for (const auto* p : ranked_processes(view, options)) {
     const Labels labels{{"pid", number(uint64_t{p->pid})}, {"comm", p->comm}};
     add(drift, labels, number(p->drift()));
-    if (p->bound > 0) add(bound, labels, number(p->bound));
+    if (p->rss_bound > 0) add(bound, labels, number(p->rss_bound));
     add(exact, labels, number(p->exact_rss));
     if (auto f = fidelity(p->fidelity_checked, p->fidelity_matched)) {
       add(fid, labels, number(*f));

@@ -102,8 +102,10 @@ TEST(CheckCli, RootOnThisKernelCanCapture) {
   EXPECT_EQ(j["counting_scheme"], "percpu_counter");
   EXPECT_EQ(j["counting_scheme_from"], "btf");
   EXPECT_EQ(j["batch"], batch);
-  EXPECT_EQ(j["bound_pages"], cpus * (batch - 1));
-  EXPECT_EQ(j["bound_bytes"], cpus * (batch - 1) * sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(j["bound_per_counter_pages"], cpus * (batch - 1));
+  EXPECT_EQ(j["bound_per_counter_bytes"],
+            cpus * (batch - 1) * sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(j["rss_bound_pages"], 3 * cpus * (batch - 1));
   EXPECT_EQ(j["btf"], true);
   EXPECT_EQ(j["tp_btf_targets"], true);
   EXPECT_EQ(j["mmapable_arrays"], true);

@@ -138,7 +138,7 @@ TEST_F(QueryCli, TopRanksByLargestDriftAndFits80Columns) {
   const auto r = run_command(cli("top --since 1h"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
-  ASSERT_EQ(lines.size(), 2u + 5u) << r.out;
+  ASSERT_EQ(lines.size(), 2u + 5u + 2u) << r.out;  // and the legend
   for (const std::string& line : lines) EXPECT_LE(line.size(), 80u) << line;
   EXPECT_NE(lines[1].find("PID"), std::string::npos);
   EXPECT_NE(lines[2].find("big drifter"), std::string::npos);
@@ -146,6 +146,8 @@ TEST_F(QueryCli, TopRanksByLargestDriftAndFits80Columns) {
   EXPECT_NE(lines[3].find("other"), std::string::npos);
   EXPECT_NE(lines[4].find("-80 KiB"), std::string::npos) << lines[4];
   EXPECT_NE(lines[6].find("quiet"), std::string::npos);
+  EXPECT_NE(lines[7].find("/BOUND: max |drift| over the kernel's RSS bound"),
+            std::string::npos);
 }
 
 TEST_F(QueryCli, TopJsonSortsAndLimits) {
@@ -156,7 +158,9 @@ TEST_F(QueryCli, TopJsonSortsAndLimits) {
   EXPECT_EQ(j["processes"][0]["comm"], "big drifter");
   EXPECT_EQ(j["processes"][0]["max_drift_pages"], 400);
   EXPECT_EQ(j["processes"][0]["samples"], kSamples);
-  EXPECT_EQ(j["processes"][0]["bound_pages"], 504);
+  EXPECT_EQ(j["processes"][0]["bound_per_counter_pages"], 504);  // 8 x 63
+  EXPECT_EQ(j["processes"][0]["rss_bound_pages"], 3 * 504);
+  EXPECT_DOUBLE_EQ(j["processes"][0]["drift_to_rss_bound"], 400.0 / 1512);
   EXPECT_EQ(j["processes"][1]["comm"], "worker");
   const auto pages = run_command(cli("top --pages -n 1"));
   EXPECT_NE(pages.out.find("+400 pg"), std::string::npos) << pages.out;
@@ -378,7 +382,7 @@ TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   EXPECT_NE(show.out.find("walk gap (exact - walk):        0 pg"),
             std::string::npos)
       << show.out;
-  EXPECT_EQ(show.out.find("% of the kernel's bound"), std::string::npos);
+  EXPECT_EQ(show.out.find("% of the kernel's RSS bound"), std::string::npos);
   for (const std::string& line : lines_of(show.out))
     EXPECT_LE(line.size(), 80u) << line;
   const auto j = nlohmann::json::parse(
@@ -392,7 +396,7 @@ TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   const auto tj =
       nlohmann::json::parse(run_command(kCli + " top --json" + args).out);
   EXPECT_EQ(tj["processes"][0]["counting"], "task_cache");
-  EXPECT_TRUE(tj["processes"][0]["bound_pages"].is_null());
+  EXPECT_TRUE(tj["processes"][0]["bound_per_counter_pages"].is_null());
   const auto history = run_command(kCli + " history threads" + args);
   EXPECT_NE(history.out.find("per-task caches"), std::string::npos)
       << history.out;

@@ -23,14 +23,14 @@ TEST(SimulateCli, JsonReportsEveryScheme) {
   ASSERT_EQ(j["schemes"].size(), 6u);
   for (const auto& s : j["schemes"]) {
     EXPECT_GE(s["largest_error_pages"].get<int64_t>(), 0) << s["name"];
-    if (!s["bound_pages"].is_null()) {
+    if (!s["bound_per_counter_pages"].is_null()) {
       EXPECT_LE(s["largest_error_pages"].get<int64_t>(),
-                s["bound_pages"].get<int64_t>())
+                s["bound_per_counter_pages"].get<int64_t>())
           << s["name"];
     }
   }
   EXPECT_EQ(j["schemes"][0]["name"], "upstream");
-  EXPECT_EQ(j["schemes"][0]["bound_pages"], 384 * 767);
+  EXPECT_EQ(j["schemes"][0]["bound_per_counter_pages"], 384 * 767);
 }
 
 TEST(SimulateCli, HumanOutputFits80Columns) {

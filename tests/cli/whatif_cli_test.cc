@@ -175,15 +175,15 @@ TEST_F(WhatifRecording, ReportsEachMmMostActiveFirst) {
   EXPECT_EQ(mm["fidelity_checked"], kBigSteps);
   const KernelCounter k = big_.model(kBigSteps, kCpus, kBatch);
   const auto& up = scheme(mm, "upstream");
-  EXPECT_EQ(up["bound_pages"], kCpus * (kBatch - 1));
+  EXPECT_EQ(up["bound_per_counter_pages"], kCpus * (kBatch - 1));
   EXPECT_EQ(up["largest_error_pages"], k.largest_error);
   EXPECT_EQ(up["final_error_pages"], k.count - k.exact);
   EXPECT_GT(up["largest_error_pages"].get<int64_t>(), 0);
   EXPECT_GT(up["shared_updates"].get<uint64_t>(), 0u);
   for (const auto& s : mm["schemes"]) {
-    if (s["bound_pages"].is_null()) continue;
+    if (s["bound_per_counter_pages"].is_null()) continue;
     EXPECT_LE(s["largest_error_pages"].get<int64_t>(),
-              s["bound_pages"].get<int64_t>())
+              s["bound_per_counter_pages"].get<int64_t>())
         << s["name"];
   }
 }
@@ -211,7 +211,7 @@ TEST_F(WhatifRecording, CpusReevaluatesTheModelsWithoutFidelity) {
   EXPECT_FALSE(mm.contains("fidelity_checked"));
   const KernelCounter k = big_.model(kBigSteps, 384, 768);
   const auto& up = scheme(mm, "upstream");
-  EXPECT_EQ(up["bound_pages"], 384 * 767);
+  EXPECT_EQ(up["bound_per_counter_pages"], 384 * 767);
   EXPECT_EQ(up["largest_error_pages"], k.largest_error);
   // The same stream on 2 CPUs: ids 2 and 3 fold onto 0 and 1.
   const KernelCounter two = big_.model(kBigSteps, 2, 32);
@@ -268,9 +268,9 @@ TEST(WhatifCli, SyntheticMatchesSimulateForTheSameSeed) {
   ASSERT_EQ(w["schemes"].size(), 6u);
   for (const auto& sc : w["schemes"]) {
     EXPECT_GT(sc["shared_updates"].get<uint64_t>(), 0u) << sc["name"];
-    if (sc["bound_pages"].is_null()) continue;
+    if (sc["bound_per_counter_pages"].is_null()) continue;
     EXPECT_LE(sc["largest_error_pages"].get<int64_t>(),
-              sc["bound_pages"].get<int64_t>())
+              sc["bound_per_counter_pages"].get<int64_t>())
         << sc["name"];
   }
 }

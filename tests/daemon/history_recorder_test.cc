@@ -455,7 +455,7 @@ TEST_F(HistoryRecorderTest, AQuietProcessIsSampledFromProcUntilItUpdates) {
   EXPECT_EQ(p.start_ticks, child.stat().start_time);
   EXPECT_TRUE(p.quiet);
   EXPECT_EQ(p.updates, 0u);
-  EXPECT_EQ(p.bound, 186);
+  EXPECT_EQ(p.rss_bound, 186);
   ASSERT_TRUE(p.drift_known()) << "status is precise since 6.2";
   EXPECT_EQ(p.kernel_rss, static_cast<int64_t>(child.stat().rss));
 

@@ -40,7 +40,7 @@ LiveView view() {
   p.comm = kWeirdComm;
   p.exact_rss = 100;
   p.kernel_rss = 109;
-  p.bound = 756;
+  p.rss_bound = 756;
   p.from_zero = true;  // else its drift is unknown and not exported
   p.kernel_known = true;
   v.processes = {p};

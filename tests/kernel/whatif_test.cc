@@ -110,9 +110,9 @@ class WhatifKernelTest : public ::testing::Test {
         EXPECT_EQ(s["read_lines_approximate"], upstream["read_lines_precise"]);
         EXPECT_EQ(s["read_lines_precise"], upstream["read_lines_precise"]);
       }
-      if (s["bound_pages"].is_null()) continue;
+      if (s["bound_per_counter_pages"].is_null()) continue;
       EXPECT_LE(s["largest_error_pages"].get<int64_t>(),
-                s["bound_pages"].get<int64_t>())
+                s["bound_per_counter_pages"].get<int64_t>())
           << s["name"];
     }
     if (j["models_as_recorded"] == true) {

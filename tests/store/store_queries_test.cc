@@ -95,16 +95,17 @@ TEST_F(StoreQueries, ProcessWindowsSumUpEachProcessInTheWindow) {
   EXPECT_EQ(a.latest.drift, 4);
   EXPECT_EQ(a.worst_drift, 4);
   EXPECT_EQ(a.worst_at_ns, 4 * kSecond);
-  EXPECT_EQ(a.bound, 400);  // upstream, newest interval in the window
+  // The run's: 4 CPUs x (batch 32 - 1), whether or not a model ran.
+  EXPECT_EQ(a.bound_per_counter, 4 * 31);
   const ProcessWindow& b = w.value()[1];
   EXPECT_EQ(b.worst_drift, -8);  // signed, largest magnitude
-  EXPECT_EQ(b.bound, std::nullopt);
+  EXPECT_EQ(b.bound_per_counter, 4 * 31) << "no model rows, the same bound";
 
   auto early = reader_->process_windows(0, 3 * kSecond);
   ASSERT_TRUE(early.has_value());
   EXPECT_EQ(early.value()[0].samples, 2);
   EXPECT_EQ(early.value()[0].latest.row.time_ns, 2 * kSecond);
-  EXPECT_EQ(early.value()[0].bound, 200);
+  EXPECT_EQ(early.value()[0].bound_per_counter, 4 * 31);
 }
 
 TEST_F(StoreQueries, ProcessesByCommAndSeenInAWindow) {

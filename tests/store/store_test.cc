@@ -594,7 +594,7 @@ TEST(StoreRoundTrip, ARunOfPerTaskCachesKeepsItsCountingAndHasNoBound) {
   ASSERT_TRUE(windows.has_value()) << windows.error().message;
   ASSERT_EQ(windows->size(), 1u);
   EXPECT_TRUE(windows.value()[0].task_cache);
-  EXPECT_FALSE(windows.value()[0].bound);
+  EXPECT_FALSE(windows.value()[0].bound_per_counter) << "none before 6.2";
 }
 
 // ----------------------------------------------------------- crash safety --

@@ -26,7 +26,7 @@ inline LiveProcess sample_process(uint32_t pid, const char* comm, int64_t exact,
   p.kernel_rss = kernel;
   p.kernel_known = true;
   p.peak_rss = exact + 100;
-  p.bound = 3 * 8 * 63;  // 8 CPUs, batch 64
+  p.rss_bound = 3 * 8 * 63;  // 8 CPUs, batch 64
   for (size_t i = 0; i < SchemeSet::kCount; ++i)
     p.largest_error[i] = static_cast<int64_t>(10 * i + pid % 7);
   return p;

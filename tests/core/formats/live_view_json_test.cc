@@ -26,7 +26,7 @@ auto fields(const LiveProcess& p) {
   return std::tie(p.pid, p.start_ticks, p.comm, p.cgroup, p.from_zero, p.quiet,
                   p.updates, p.flagged, p.fidelity_checked, p.fidelity_matched,
                   p.exact_rss, p.kernel_rss, p.kernel_known, p.peak_rss,
-                  p.bound, p.largest_error);
+                  p.rss_bound, p.largest_error);
 }
 
 void expect_same(const LiveView& a, const LiveView& b) {

@@ -22,7 +22,7 @@ LiveProcess process(uint32_t pid, std::string comm, int64_t drift,
   p.cgroup = std::move(cgroup);
   p.exact_rss = 1000;
   p.kernel_rss = 1000 + drift;
-  p.bound = 3 * 4 * 63;
+  p.rss_bound = 3 * 4 * 63;
   p.from_zero = true;
   p.kernel_known = true;
   p.fidelity_checked = 10;
@@ -99,13 +99,15 @@ TEST(OpenMetrics, GroupsByCommWithSumsAndLargestDrift) {
   EXPECT_TRUE(contains(om, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"));
   EXPECT_TRUE(
       contains(om, "rssaudit_group_largest_drift_pages{comm=\"sshd\"} 40\n"));
-  EXPECT_TRUE(contains(om, "rssaudit_group_bound_pages{comm=\"sshd\"} 1512\n"));
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_rss_bound_pages{comm=\"sshd\"} 1512\n"));
   EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"sshd\"} 2\n"));
   EXPECT_TRUE(
       contains(om, "rssaudit_group_fidelity_ratio{comm=\"sshd\"} 0.9\n"));
   // 40 / 756: the worst member against its own bound.
-  EXPECT_TRUE(contains(om, "rssaudit_group_drift_bound_ratio{comm=\"sshd\"} " +
-                               fmt::format("{}", 40.0 / 756.0) + "\n"));
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_drift_to_rss_bound_ratio{comm=\"sshd\"} " +
+                       fmt::format("{}", 40.0 / 756.0) + "\n"));
 }
 
 TEST(OpenMetrics, GroupsByCgroupWhenAsked) {
@@ -218,7 +220,7 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
                        "\nrssaudit_host_info{host=\"box\",kernel_release="
                        "\"6.1.0\",counting=\"percpu_counter\"} 1\n"))
       << om;
-  EXPECT_TRUE(contains(om, "\nrssaudit_process_bound_pages{"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_process_rss_bound_pages{"));
 }
 
 // Before 6.2 no bound holds a thread's cache in time: no bound series, never
@@ -226,11 +228,12 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
 TEST(OpenMetrics, AKernelWithPerTaskCachesHasNoBoundSeries) {
   LiveView v = sample_view();
   v.health.counting = "task_cache";
-  for (LiveProcess& p : v.processes) p.bound = 0;
+  for (LiveProcess& p : v.processes) p.rss_bound = 0;
   const auto om = render_openmetrics(v, {});
-  EXPECT_FALSE(contains(om, "\nrssaudit_process_bound_pages{")) << om;
-  EXPECT_FALSE(contains(om, "\nrssaudit_group_bound_pages{")) << om;
-  EXPECT_FALSE(contains(om, "\nrssaudit_group_drift_bound_ratio{")) << om;
+  EXPECT_FALSE(contains(om, "\nrssaudit_process_rss_bound_pages{")) << om;
+  EXPECT_FALSE(contains(om, "\nrssaudit_group_rss_bound_pages{")) << om;
+  EXPECT_FALSE(contains(om, "\nrssaudit_group_drift_to_rss_bound_ratio{"))
+      << om;
   EXPECT_TRUE(contains(om, "counting=\"task_cache\"} 1\n")) << om;
   EXPECT_TRUE(contains(om, "\nrssaudit_process_drift_pages{")) << om;
 }
