@@ -30,6 +30,7 @@
 #include "cli/query_support.h"
 #include "cli/scheme_report.h"
 #include "core/schemes/per_task_cache.h"
+#include "core/schemes/reader_tolerance.h"
 #include "core/schemes/topology.h"
 #include "core/schemes/upstream_percpu.h"
 #include "sampler/pagemap_walk.h"
@@ -43,6 +44,7 @@ namespace {
 struct CheckOptions {
   QueryOptions query;  // --db, --json, --pages, --bytes
   std::string socket;
+  uint32_t threads = 0;  // --threads: each reader's tolerance (0: not asked)
 };
 
 // The capabilities rssaudit uses, with what each is for.
@@ -189,9 +191,7 @@ Socket probe_socket(const std::string& path) {
 }
 
 // Before 6.2 a cache holds the updates of up to
-// PerTaskCache::kMaxCachedFaults faults; an anonymous fault maps one page,
-// a file fault up to fault_around_bytes (64 KiB by default) of them.
-constexpr int kFaultAroundPages = 16;
+// PerTaskCache::kMaxCachedFaults faults.
 constexpr int kCachedFaults = PerTaskCache::kMaxCachedFaults;
 
 struct Report {
@@ -221,6 +221,8 @@ struct Report {
   ExitHook exit_hook = ExitHook::kNone;
   std::string sync_hook;            // before 6.2, when loaded
   std::vector<std::string> limits;  // BpfCapture::limits()
+  uint32_t threads = 0;             // --threads, when asked
+  std::vector<ReaderTolerance> tolerance;
 };
 
 bool has_cap(const Report& r, int bit) {
@@ -249,6 +251,9 @@ Report gather(const CheckOptions& o) {
   r.host =
       Topology::for_cpus(static_cast<uint32_t>(std::max(1L, r.online_cpus)));
   r.bound = *UpstreamPercpu(r.host).bound(kAnonPages);
+  r.threads = o.threads;
+  if (o.threads)
+    r.tolerance = reader_tolerance(r.percpu_rss, r.host, o.threads);
   r.caps = effective_capabilities();
   for (const CapabilityUse& c : kCapabilities) {
     const bool admin_covers =
@@ -369,6 +374,17 @@ void print_json(const Report& r) {
       {"limits", r.limits},
       {"can_capture", r.blockers.empty()},
       {"reasons", r.blockers}};
+  if (r.threads) {
+    nlohmann::json readers = nlohmann::json::array();
+    for (const ReaderTolerance& t : r.tolerance)
+      readers.push_back({{"reader", t.reader},
+                         {"what", t.what},
+                         {"rss_error_pages", t.rss_pages},
+                         {"rss_error_bytes", t.rss_pages * r.page_size},
+                         {"anon_error_pages", t.anon_pages},
+                         {"bounded_in_time", t.bounded_in_time}});
+    j["tolerance"] = {{"threads", r.threads}, {"readers", readers}};
+  }
   fmt::print("{}\n", j.dump(2));
 }
 
@@ -391,6 +407,27 @@ void line(std::string_view label, const std::string& text) {
     col += w.size();
   }
   fmt::print("{}\n", out);
+}
+
+// How far each reader can be off for a process of --threads threads.
+void print_tolerance(const Report& r, SizeUnit unit) {
+  line("tolerance",
+       fmt::format("a process of {} thread{} on this host: how far each "
+                   "reader's RSS (anon alone) can be from the truth{}",
+                   r.threads, r.threads == 1 ? "" : "s",
+                   r.percpu_rss ? ", whatever the threads"
+                                : ", for as long as the threads neither "
+                                  "fault nor exit"));
+  for (const ReaderTolerance& t : r.tolerance) {
+    const std::string size =
+        t.rss_pages == 0
+            ? std::string("exact")
+            : fmt::format("{} ({})",
+                          format_size(t.rss_pages, r.page_size, unit),
+                          format_size(t.anon_pages, r.page_size, unit));
+    // Aligned rows, not line(): it would fold the padding.
+    fmt::print("{:13}{:<10}{:>22}  {}\n", "", t.reader, size, t.what);
+  }
 }
 
 void print_human(const Report& r, SizeUnit unit) {
@@ -507,6 +544,7 @@ void print_human(const Report& r, SizeUnit unit) {
                     "update whose add took no lock is exact"));
     for (const std::string& limit : r.limits) line("limit", limit);
   }
+  if (r.threads) print_tolerance(r, unit);
   if (r.blockers.empty()) {
     line("capture",
          "yes: loaded and attached as rssauditd does; rssauditd, record "
@@ -541,6 +579,10 @@ void register_check(CLI::App& app) {
   sub->add_option("--socket", o->socket,
                   "rssauditd's control socket (env RSSAUDIT_SOCKET)")
       ->capture_default_str();
+  sub->add_option("--threads", o->threads,
+                  "Also say how far each RSS reader (stat, VmHWM, ru_maxrss, "
+                  "status) can be off for a process of this many threads")
+      ->check(CLI::Range(1u, 1u << 22));
   sub->callback([o] { check(*o); });
 }
 

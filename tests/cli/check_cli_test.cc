@@ -1,5 +1,6 @@
 // The `rssaudit check` command as a user runs it on this host.
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -19,6 +20,7 @@
 namespace rssaudit {
 namespace {
 
+using testing::lines_of;
 using testing::run_command;
 
 const std::string kCli = RSSAUDIT_CLI;
@@ -112,6 +114,42 @@ TEST(CheckCli, RootOnThisKernelCanCapture) {
   EXPECT_EQ(j["host_pid_namespace"], true);
   EXPECT_EQ(j["capabilities"]["CAP_BPF"], true);
   EXPECT_EQ(j["capabilities"]["CAP_PERFMON"], true);
+}
+
+// --threads: how far each RSS reader can be off for a process of T
+// threads. On this 6.2+ kernel stat, VmHWM and ru_maxrss read each
+// counter's count (three counters in RSS), whatever T; status is exact.
+TEST(CheckCli, ThreadsSaysHowFarEachReaderCanBeOff) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
+  if (!std::filesystem::exists("/sys/kernel/btf/vmlinux"))
+    GTEST_SKIP() << "no kernel BTF";
+  const auto r = run_command(kCli + " check --threads 8 --json" + kNowhere);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["counting_scheme"], "percpu_counter") << "this host's kernel";
+  const int64_t cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const int64_t batch = std::max<int64_t>(32, 2 * cpus);
+  const auto& t = j["tolerance"];
+  EXPECT_EQ(t["threads"], 8);
+  ASSERT_EQ(t["readers"].size(), 4u);
+  for (const auto& reader : t["readers"]) {
+    const bool precise = reader["reader"] == "status";
+    EXPECT_EQ(reader["rss_error_pages"], precise ? 0 : 3 * cpus * (batch - 1))
+        << reader.dump();
+    EXPECT_EQ(reader["anon_error_pages"], precise ? 0 : cpus * (batch - 1));
+    EXPECT_EQ(reader["bounded_in_time"], true);
+  }
+  const auto human =
+      run_command(kCli + " check --threads 8 --pages" + kNowhere);
+  EXPECT_NE(human.out.find("a process of 8 threads"), std::string::npos)
+      << human.out;
+  EXPECT_NE(human.out.find(fmt::format("{} pg ({} pg)", 3 * cpus * (batch - 1),
+                                       cpus * (batch - 1))),
+            std::string::npos)
+      << human.out;
+  for (const std::string& line : lines_of(human.out))
+    EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_EQ(run_command(kCli + " check --threads 0" + kNowhere).exit_code, 2);
 }
 
 // In a container without the host's PID namespace every pid the kernel

@@ -27,17 +27,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::lines_of;
 using testing::run_command;
 
 const std::string kCli = RSSAUDIT_CLI;
 const std::string kFakeDaemon = RSSAUDIT_FAKE_DAEMON;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 class LiveCli : public ::testing::Test {
  protected:

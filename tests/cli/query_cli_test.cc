@@ -19,19 +19,13 @@ namespace rssaudit {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::lines_of;
 using testing::run_command;
 using testing::slurp;
 
 const std::string kCli = RSSAUDIT_CLI;
 constexpr int64_t kMinute = 60'000'000'000;
 constexpr int kSamples = 5;  // per process, one a minute
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 size_t count_of(const std::string& text, const std::string& needle) {
   size_t n = 0;
