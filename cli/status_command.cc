@@ -2,12 +2,15 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/daemon_client.h"
+#include "cli/errors.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
 #include "cli/units.h"
@@ -19,7 +22,56 @@ namespace {
 struct StatusOptions {
   std::string socket;
   bool json = false;
+  std::string gap;  // --gap: a shortfall to explain, e.g. "1.4G"
 };
+
+// How much of a gap between what the kernel's readers add up to and the
+// memory in use RSS drift can account for: what it accounts for now (the
+// host's drift), and at most (its worst case).
+struct GapShare {
+  int64_t gap_pages = 0;
+  int64_t now_pages = 0;    // |host drift|
+  int64_t worst_pages = 0;  // 0: no bound (before 6.2)
+};
+
+GapShare gap_share(const DaemonHealth& h, int64_t gap_bytes) {
+  GapShare g;
+  g.gap_pages = gap_bytes / h.page_size;
+  g.now_pages = std::llabs(h.host_kernel_rss - h.host_exact_rss);
+  g.worst_pages = h.host_worst_case;
+  return g;
+}
+
+std::string share_text(int64_t part, int64_t whole) {
+  if (whole <= 0) return "";
+  return fmt::format(" ({:.1f}% of the gap)",
+                     100.0 * double(std::min(part, whole)) / double(whole));
+}
+
+void print_gap(const DaemonHealth& h, const GapShare& g) {
+  auto size = [&](int64_t pages) {
+    return format_size(pages, h.page_size, SizeUnit::kHuman);
+  };
+  fmt::print("a gap of {} between the readers' RSS and memory in use:\n",
+             size(g.gap_pages));
+  fmt::print("  drift accounts for {} of it now{}\n", size(g.now_pages),
+             share_text(g.now_pages, g.gap_pages));
+  if (h.host_worst_case == 0) {
+    fmt::print(
+        "  at most: no bound on this kernel (per-task caches hide up to 66\n"
+        "  faults per thread, with no bound in time: rssaudit check "
+        "--threads T)\n");
+    return;
+  }
+  fmt::print(
+      "  and at most {}{},\n  every audited process off by its RSS bound\n",
+      size(g.worst_pages), share_text(g.worst_pages, g.gap_pages));
+  if (g.worst_pages < g.gap_pages)
+    fmt::print(
+        "  the rest, {}, is not RSS counter drift (page cache, kernel\n"
+        "  memory, processes not audited)\n",
+        size(g.gap_pages - g.worst_pages));
+}
 
 std::string duration_text(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -35,9 +87,23 @@ void run(const StatusOptions& o) {
   const nlohmann::json response =
       ask_daemon(o.socket, Request{HealthRequest{}, {}});
   const DaemonHealth h = health_of(response);
+  std::optional<GapShare> gap;
+  if (!o.gap.empty()) {
+    const std::optional<int64_t> bytes = parse_bytes(o.gap);
+    if (!bytes)
+      throw UsageError(fmt::format(
+          "--gap takes a size such as 1.4G or 512MiB, got '{}'", o.gap));
+    gap = gap_share(h, *bytes);
+  }
   if (o.json) {
     nlohmann::json j = health_to_json(h);
     j["socket"] = o.socket;
+    if (gap)
+      j["gap"] = {{"gap_pages", gap->gap_pages},
+                  {"drift_now_pages", gap->now_pages},
+                  {"drift_at_most_pages", h.host_worst_case > 0
+                                              ? nlohmann::json(gap->worst_pages)
+                                              : nlohmann::json(nullptr)}};
     fmt::print("{}\n",
                j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
@@ -63,6 +129,17 @@ void run(const StatusOptions& o) {
   fmt::print("  store    {}\n", h.store_error.empty()
                                     ? "writing"
                                     : "FAILING: " + printable(h.store_error));
+  auto size = [&](int64_t pages, bool sign = false) {
+    return format_size(pages, h.page_size, SizeUnit::kHuman, sign);
+  };
+  fmt::print(
+      "  host     readers' RSS {}, exact {}, drift {}\n"
+      "           ({} processes with a known drift); worst case {}\n",
+      size(h.host_kernel_rss), size(h.host_exact_rss),
+      size(h.host_kernel_rss - h.host_exact_rss, true), h.host_processes_known,
+      h.host_worst_case > 0 ? "±" + size(h.host_worst_case)
+                            : std::string("unbounded (before 6.2)"));
+  if (gap) print_gap(h, *gap);
 }
 
 }  // namespace
@@ -73,6 +150,9 @@ void register_status(CLI::App& app) {
       "status", "The running rssauditd's health: events, losses, fidelity");
   add_socket_option(*sub, o->socket);
   sub->add_flag("--json", o->json, "Print JSON");
+  sub->add_option("--gap", o->gap,
+                  "How much of this gap (e.g. 1.4G) between the processes' "
+                  "RSS as readers see it and memory in use drift can explain");
   sub->callback([o] { run(*o); });
 }
 

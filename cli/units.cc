@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -11,6 +13,32 @@ namespace rssaudit::cli {
 
 std::string pages_as_mib(int64_t pages) {
   return fmt::format("{:.1f}", pages * double(kPageSize) / (1 << 20));
+}
+
+std::optional<int64_t> parse_bytes(std::string_view text) {
+  double value = 0;
+  const auto [end, err] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (err != std::errc() || end == text.data() || !std::isfinite(value) ||
+      value < 0)
+    return std::nullopt;
+  std::string unit(end, text.data() + text.size());
+  for (char& c : unit) c = static_cast<char>(std::toupper(c));
+  if (unit.ends_with("IB"))
+    unit.resize(unit.size() - 2);
+  else if (unit.ends_with("B"))
+    unit.pop_back();
+  constexpr std::string_view kUnits = "KMGT";
+  double scale = 1;
+  if (unit.size() > 1) return std::nullopt;
+  if (unit.size() == 1) {
+    const size_t at = kUnits.find(unit[0]);
+    if (at == std::string_view::npos) return std::nullopt;
+    scale = std::ldexp(1.0, 10 * static_cast<int>(at + 1));
+  }
+  const double bytes = value * scale;
+  if (bytes >= 9.2e18) return std::nullopt;
+  return static_cast<int64_t>(std::llround(bytes));
 }
 
 std::string format_size(int64_t pages, int64_t page_size, SizeUnit unit,

@@ -3,7 +3,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace rssaudit::cli {
 
@@ -31,6 +33,10 @@ void add_unit_options(CLI::App& sub, UnitOptions& o);
 // "384 pg" or "1572864 B". Signed amounts (drift) get an explicit "+".
 std::string format_size(int64_t pages, int64_t page_size, SizeUnit unit,
                         bool show_plus = false);
+
+// "1.4G", "1.4GiB", "512M", "4096": bytes (binary units, K to T, an
+// optional "iB" or "B"); empty when the text is no size.
+std::optional<int64_t> parse_bytes(std::string_view text);
 
 // "99.99% (999990 of 1000000 checked updates)", or "not measured" when no
 // update was compared with the kernel's count (an mm not seen from its

@@ -46,6 +46,14 @@ LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
   std::vector<LiveProcess> idle = quiet(bound);
   view.health.quiet_processes = idle.size();
   std::move(idle.begin(), idle.end(), std::back_inserter(view.processes));
+  DaemonHealth& h = view.health;
+  for (const LiveProcess& p : view.processes) {
+    h.host_worst_case += p.rss_bound;
+    if (!p.drift_known()) continue;
+    ++h.host_processes_known;
+    h.host_kernel_rss += p.kernel_rss;
+    h.host_exact_rss += p.exact_rss;
+  }
   // Processes whose drift is known first.
   std::stable_sort(view.processes.begin(), view.processes.end(),
                    [](const LiveProcess& a, const LiveProcess& b) {

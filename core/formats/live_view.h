@@ -38,7 +38,15 @@ struct DaemonHealth {
   uint64_t fidelity_matched = 0;
   uint64_t live_mms = 0;
   uint64_t quiet_processes = 0;  // audited from /proc: no update yet
-  std::string store_error{};     // empty while the history is being written
+  // The host: over the audited processes whose drift is known, the sum of
+  // their RSS as the kernel's approximate readers see it and the exact
+  // sum; and the worst case over every audited process, each off by its
+  // RSS bound (0: no bound, before 6.2).
+  uint64_t host_processes_known = 0;
+  int64_t host_kernel_rss = 0;
+  int64_t host_exact_rss = 0;
+  int64_t host_worst_case = 0;
+  std::string store_error{};  // empty while the history is being written
 };
 
 // One audited process (one mm, the thread group's).

@@ -135,6 +135,10 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.fidelity_matched = r.integer<uint64_t>("fidelity_matched");
   h.live_mms = r.integer<uint64_t>("live_mms");
   h.quiet_processes = r.integer<uint64_t>("quiet_processes");
+  h.host_processes_known = r.integer<uint64_t>("host_processes_known");
+  h.host_kernel_rss = r.integer<int64_t>("host_kernel_rss");
+  h.host_exact_rss = r.integer<int64_t>("host_exact_rss");
+  h.host_worst_case = r.integer<int64_t>("host_worst_case");
   h.store_error = r.string("store_error");
   return h;
 }
@@ -197,6 +201,10 @@ json health_to_json(const DaemonHealth& h) {
       {"fidelity_matched", h.fidelity_matched},
       {"live_mms", h.live_mms},
       {"quiet_processes", h.quiet_processes},
+      {"host_processes_known", h.host_processes_known},
+      {"host_kernel_rss", h.host_kernel_rss},
+      {"host_exact_rss", h.host_exact_rss},
+      {"host_worst_case", h.host_worst_case},
       {"store_error", h.store_error},
   };
 }

@@ -328,6 +328,21 @@ void add_health(Builder& b, const LiveView& view,
                "Processes audited from /proc alone: no RSS update since "
                "the capture started."),
       none, number(h.quiet_processes));
+  add(b.family("rssaudit_host_kernel_rss_pages", Type::kGauge, "pages",
+               "Summed RSS as the kernel's approximate readers see it, of "
+               "the processes whose drift is known."),
+      none, number(h.host_kernel_rss));
+  add(b.family("rssaudit_host_exact_rss_pages", Type::kGauge, "pages",
+               "Summed exact RSS of the same processes."),
+      none, number(h.host_exact_rss));
+  add(b.family("rssaudit_host_drift_known_processes", Type::kGauge, "",
+               "Processes in those sums."),
+      none, number(h.host_processes_known));
+  if (h.host_worst_case > 0)
+    add(b.family("rssaudit_host_worst_case_drift_pages", Type::kGauge, "pages",
+                 "Summed RSS bound of every audited process: how far the "
+                 "readers' host total could be off (absent before 6.2)."),
+        none, number(h.host_worst_case));
   add(b.family("rssaudit_audited_processes", Type::kGauge, "",
                "Processes in this snapshot, before the top-N cut."),
       none, number(uint64_t{view.processes.size()}));

@@ -109,6 +109,39 @@ TEST_F(LiveCli, StatusShowsTheDaemonsHealth) {
   expect_fits_80_columns(r.out);
 }
 
+// The host's totals, and --gap: how much of a shortfall drift explains.
+// 29574 pages as the readers see them, 29184 exact: drift +390 pages; the
+// worst case 4 processes x the RSS bound of 8 CPUs, batch 64 (1512).
+TEST_F(LiveCli, StatusSaysTheHostsDriftAndHowMuchOfAGapItExplains) {
+  const auto r = run_command(cli("status --gap 100M"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("host     readers' RSS 115.5 MiB, exact 114.0 MiB, "
+                       "drift +1.5 MiB"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(3 processes with a known drift); worst case "
+                       "\u00b123.6 MiB"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("a gap of 100.0 MiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("drift accounts for 1.5 MiB of it now (1.5% of the "
+                       "gap)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the rest, 76.4 MiB, is not RSS counter drift"),
+            std::string::npos)
+      << r.out;
+  expect_fits_80_columns(r.out);
+  const json j = json::parse(run_command(cli("status --json --gap 100M")).out);
+  EXPECT_EQ(j["gap"]["gap_pages"], 25600);
+  EXPECT_EQ(j["gap"]["drift_now_pages"], 390);
+  EXPECT_EQ(j["gap"]["drift_at_most_pages"], 4 * 1512);
+  const auto bad = run_command(cli("status --gap lots"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--gap takes a size such as 1.4G"), std::string::npos)
+      << bad.err;
+}
+
 TEST_F(LiveCli, StatusJsonIsTheHealth) {
   const auto r = run_command(cli("status --json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -55,6 +55,11 @@ inline LiveView sample_live_view() {
   h.fidelity_matched = 999'990;
   h.live_mms = 3;
   h.quiet_processes = 1;
+  // The three processes with a known drift (not "joined"), all four bounds.
+  h.host_processes_known = 3;
+  h.host_kernel_rss = 26000 + 2540 + 1034;
+  h.host_exact_rss = 25600 + 2560 + 1024;
+  h.host_worst_case = 4 * 3 * 8 * 63;
   v.processes = {sample_process(100, "big drifter", 25600, 26000, true),
                  sample_process(200, "worker", 2560, 2540, true),
                  sample_process(400, "worker", 1024, 1034, true),

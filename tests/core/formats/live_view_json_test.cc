@@ -19,7 +19,8 @@ auto fields(const DaemonHealth& h) {
                   h.batch, h.page_size, h.events, h.events_per_s, h.drops,
                   h.ambiguous, h.lag_s, h.bpf_ns_per_event, h.fidelity_checked,
                   h.fidelity_matched, h.live_mms, h.quiet_processes,
-                  h.store_error);
+                  h.host_processes_known, h.host_kernel_rss, h.host_exact_rss,
+                  h.host_worst_case, h.store_error);
 }
 
 auto fields(const LiveProcess& p) {

@@ -45,6 +45,10 @@ LiveView sample_view() {
   v.health.fidelity_matched = 99;
   v.health.live_mms = 42;
   v.health.quiet_processes = 5;
+  v.health.host_processes_known = 3;
+  v.health.host_kernel_rss = 1000;
+  v.health.host_exact_rss = 990;
+  v.health.host_worst_case = 0;  // before 6.2: the series is absent
   v.processes = {process(10, "sshd", 5), process(11, "sshd", -40),
                  process(12, "bash", 3), process(13, "cron", 1)};
   return v;
@@ -212,6 +216,10 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
   EXPECT_TRUE(contains(om, "\nrssaudit_fidelity_ratio 0.99\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_live_mms 42\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_quiet_processes 5\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_host_kernel_rss_pages 1000\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_host_exact_rss_pages 990\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_host_drift_known_processes 3\n"));
+  EXPECT_FALSE(contains(om, "rssaudit_host_worst_case_drift_pages")) << om;
   EXPECT_TRUE(contains(om, "\nrssaudit_store_ok 0\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_page_size_bytes 4096\n"));
   EXPECT_TRUE(contains(om, "# TYPE rssaudit_build info\n"));
