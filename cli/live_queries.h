@@ -3,10 +3,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstddef>
 #include <string>
 
 #include "cli/query_support.h"
+#include "core/formats/live_view.h"
 
 namespace rssaudit::cli {
 
@@ -22,6 +24,11 @@ void add_live_options(CLI::App& sub, LiveOptions& o);
 // `sort`: "drift", "ratio" or "rss"; at most `limit` processes.
 void run_top_live(const LiveOptions& live, const QueryOptions& query,
                   const std::string& sort, size_t limit);
+
+// The host's RSS as the readers see it against the exact total, in two
+// lines for the caller to indent: "readers' RSS …, exact …, drift …" and
+// "(N processes with a known drift); worst case ±…".
+std::array<std::string, 2> host_lines(const DaemonHealth& h);
 
 // `which`: a pid, else a comm.
 void run_show_live(const LiveOptions& live, const QueryOptions& query,

@@ -11,6 +11,7 @@
 
 #include "cli/daemon_client.h"
 #include "cli/errors.h"
+#include "cli/live_queries.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
 #include "cli/units.h"
@@ -129,16 +130,8 @@ void run(const StatusOptions& o) {
   fmt::print("  store    {}\n", h.store_error.empty()
                                     ? "writing"
                                     : "FAILING: " + printable(h.store_error));
-  auto size = [&](int64_t pages, bool sign = false) {
-    return format_size(pages, h.page_size, SizeUnit::kHuman, sign);
-  };
-  fmt::print(
-      "  host     readers' RSS {}, exact {}, drift {}\n"
-      "           ({} processes with a known drift); worst case {}\n",
-      size(h.host_kernel_rss), size(h.host_exact_rss),
-      size(h.host_kernel_rss - h.host_exact_rss, true), h.host_processes_known,
-      h.host_worst_case > 0 ? "±" + size(h.host_worst_case)
-                            : std::string("unbounded (before 6.2)"));
+  const auto host = host_lines(h);
+  fmt::print("  host     {}\n           {}\n", host[0], host[1]);
   if (gap) print_gap(h, *gap);
 }
 

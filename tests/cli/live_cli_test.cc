@@ -163,11 +163,14 @@ TEST_F(LiveCli, TheSocketComesFromTheEnvironment) {
 TEST_F(LiveCli, TopLiveRanksByDriftIn80Columns) {
   const auto r = run_command(cli("top --live"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<std::string> lines = lines_of(r.out);
-  // Title, header, 4 rows, 3 lines of footnotes.
-  ASSERT_EQ(lines.size(), 9u) << r.out;
+  std::vector<std::string> lines = lines_of(r.out);
+  // Title, the host in 2 lines, header, 4 rows, 3 lines of footnotes.
+  ASSERT_EQ(lines.size(), 11u) << r.out;
   EXPECT_NE(lines[0].find("testhost"), std::string::npos);
   EXPECT_NE(lines[0].find("4 audited processes"), std::string::npos);
+  EXPECT_EQ(lines[1],
+            "host: readers' RSS 115.5 MiB, exact 114.0 MiB, drift +1.5 MiB");
+  lines.erase(lines.begin() + 1, lines.begin() + 3);
   EXPECT_NE(lines[2].find("big drifter"), std::string::npos) << lines[2];
   EXPECT_NE(lines[2].find("+1.6 MiB"), std::string::npos) << lines[2];
   // Mid-life: kernel RSS known, exact values shown as "-".
@@ -188,6 +191,9 @@ TEST_F(LiveCli, TopLiveJsonParsesAndHonoursLimitAndSort) {
   const json j = json::parse(r.out);
   EXPECT_EQ(j["source"], "rssauditd");
   EXPECT_EQ(j["total"], 4);
+  EXPECT_EQ(j["host_rss"]["kernel_pages"], 26000 + 2540 + 1034);
+  EXPECT_EQ(j["host_rss"]["exact_pages"], 25600 + 2560 + 1024);
+  EXPECT_EQ(j["host_rss"]["worst_case_pages"], 4 * 1512);
   ASSERT_EQ(j["processes"].size(), 2u);
   EXPECT_EQ(j["processes"][0]["pid"], 100);  // kernel RSS 26000 pages
   EXPECT_EQ(j["processes"][1]["pid"], 300);  // 9000
