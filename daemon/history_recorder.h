@@ -33,8 +33,10 @@ struct RecorderOptions {
   uint64_t min_updates = 0;
   uint32_t pid = 0;  // only this process (0: all); --pid, fixed at start
   // Seconds between /proc samples of a quiet process; 0: quiet processes
-  // are not audited.
-  double quiet_interval_s = 60;
+  // are not audited. Its values cannot move while it stays quiet, so a
+  // sample only keeps it in the history's windows: 1 000 idle processes
+  // cost 12 000 rows an hour at 300 s (~33 us each, measured here).
+  double quiet_interval_s = 300;
 };
 
 // Quiet processes sampled per tick at most: a host of 10 000 idle processes
