@@ -97,9 +97,12 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
 void HistoryRecorder::sample_quiet(
     const std::unordered_set<uint32_t>& live_tgids, int64_t wall_ns) {
   ++ticks_;
+  if (options_.quiet_interval_s <= 0) {  // off, maybe since a reload
+    quiet_.clear();
+    return;
+  }
   const std::vector<uint32_t> pids =
       options_.pid ? std::vector{options_.pid} : sampler_.pids();
-  if (options_.quiet_interval_s <= 0) return;  // off
   const auto interval_ns =
       static_cast<int64_t>(options_.quiet_interval_s * 1e9);
   size_t budget = kQuietSamplesPerTick;

@@ -512,6 +512,10 @@ TEST_F(HistoryRecorderTest, QuietProcessesPassTheFiltersOrAreOff) {
   recorder_->set_options(base);
   recorder_->sample(pipeline_, t += 2 * kSecond);
   EXPECT_EQ(recorder_->stats().quiet_samples, 1u);
+  ASSERT_EQ(recorder_->quiet_processes(0).size(), 1u);
+  recorder_->set_options(off);  // a reload turns them off: none left live
+  recorder_->sample(pipeline_, t += 2 * kSecond);
+  EXPECT_TRUE(recorder_->quiet_processes(0).empty());
 }
 
 // A tick samples at most kQuietSamplesPerTick quiet processes: a host of
