@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "cli/errors.h"
+#include "cli/host_rss.h"
 #include "cli/progress.h"
 #include "cli/query_support.h"
 #include "cli/svg.h"
@@ -174,16 +175,11 @@ void write_json(std::ostream& out, StoreReader& reader, const Context& c,
   for (const auto& [id, p] : c.processes)
     head["processes"].push_back(process_json(p));
   for (const ModelErrorRow& e : checked(reader.model_errors(
-           std::nullopt, c.window.since_ns, c.window.until_ns)))
-    head["model_errors"].push_back(
-        {{"process_id", e.process_id},
-         {"scheme", SchemeSet::kNames[e.scheme]},
-         {"start_ns", e.start_ns},
-         {"end_ns", e.end_ns},
-         {"largest_error", e.largest_error},
-         {"bound_per_counter", json_or_null(e.bound)},
-         {"shared_updates", e.shared_updates},
-         {"bytes_per_mm", e.bytes_per_mm}});
+           std::nullopt, c.window.since_ns, c.window.until_ns))) {
+    nlohmann::json row = model_error_json(e);
+    row["process_id"] = e.process_id;
+    head["model_errors"].push_back(std::move(row));
+  }
   out << "{";
   for (const auto& [key, value] : head.items())
     out << nlohmann::json(key).dump() << ":" << value.dump() << ",\n";
@@ -240,18 +236,65 @@ std::string drift_chart(StoreReader& reader, const Context& c,
   return svg::line_chart(chart);
 }
 
-std::string scheme_chart(StoreReader& reader, const Context& c) {
+std::string scheme_chart(const std::vector<SchemeWindow>& schemes) {
   svg::BarChart chart;
   chart.title = "Largest model error vs bound, per counting scheme";
   chart.y_label = "pages (log scale)";
   chart.y_text = [](double v) { return fmt::format("{:.0f}", v); };
-  for (const SchemeWindow& s :
-       checked(reader.scheme_errors(c.window.since_ns, c.window.until_ns))) {
+  for (const SchemeWindow& s : schemes) {
     chart.groups.push_back(
         {std::string(SchemeSet::kNames[s.scheme]), double(s.largest_error),
          s.bound ? std::optional<double>(double(*s.bound)) : std::nullopt});
   }
   return svg::bar_chart(chart);
+}
+
+// What each scheme's readers would have been off by and what a read of its
+// counter costs them, beside whose interval it was.
+std::string scheme_table(const std::vector<SchemeWindow>& schemes,
+                         const Context& c) {
+  std::string out =
+      "<table>\n<tr><th>scheme</th><th>process</th><th>largest error</th>"
+      "<th>bound per counter</th><th>read lines, approximate/precise</th>"
+      "<th>intervals</th></tr>\n";
+  for (const SchemeWindow& s : schemes) {
+    const auto p = c.processes.find(s.process_id);
+    const int64_t page_size =
+        p != c.processes.end() ? c.page_size(p->second) : 0;
+    auto size = [&](int64_t pages) {
+      return page_size > 0 ? format_size(pages, page_size, SizeUnit::kHuman)
+                           : fmt::format("{} pages", pages);
+    };
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        SchemeSet::kNames[s.scheme],
+        p != c.processes.end() ? svg::escape(label_of(p->second)) : "?",
+        size(s.largest_error), s.bound ? size(*s.bound) : "none",
+        read_cost_text(s.read_cost), s.intervals);
+  }
+  return out + "</table>\n";
+}
+
+// The host's RSS as the kernel's approximate readers add it up against the
+// exact total, at the newest samples.
+std::string host_section(const HostRss& h) {
+  if (h.page_size == 0) return "<p>No process sampled in this window.</p>\n";
+  auto size = [&](int64_t pages, bool sign = false) {
+    return format_size(pages, h.page_size, SizeUnit::kHuman, sign);
+  };
+  return fmt::format(
+      "<p>At the newest sample of each of the {} processes of the newest run "
+      "still running at the end of the window (with a known drift): the "
+      "kernel's approximate readers (<code>/proc/PID/stat</code>, VmHWM, "
+      "<code>ru_maxrss</code>) add up to <b>{}</b>, the exact total is "
+      "<b>{}</b>, a drift of <b>{}</b>. Worst case: {}.</p>\n",
+      h.processes_known, size(h.kernel_pages), size(h.exact_pages),
+      size(h.kernel_pages - h.exact_pages, true),
+      h.worst_case_pages
+          ? "&plusmn;" + size(*h.worst_case_pages) +
+                ", every process off by its RSS bound"
+          : std::string("no bound (before 6.2, per-task caches)"));
 }
 
 std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
@@ -282,6 +325,9 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
                 const ExportOptions& o) {
   std::vector<ProcessWindow> offenders =
       checked(reader.process_windows(c.window.since_ns, c.window.until_ns));
+  const HostRss host = host_rss(offenders, c.window.until_ns);
+  const std::vector<SchemeWindow> schemes =
+      checked(reader.scheme_errors(c.window.since_ns, c.window.until_ns));
   rank(offenders, TopSort::kDrift);
   if (offenders.size() > o.top) offenders.resize(o.top);
   std::string runs;
@@ -311,9 +357,11 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
              local_time_text(c.window.since_ns),
              local_time_text(c.window.until_ns), svg::escape(o.db),
              c.processes.size(), runs)
-      << "<h2>Drift over time</h2>\n"
+      << "<h2>The host</h2>\n"
+      << host_section(host) << "<h2>Drift over time</h2>\n"
       << drift_chart(reader, c, offenders) << "<h2>Model error vs bound</h2>\n"
-      << scheme_chart(reader, c) << "<h2>Top offenders</h2>\n"
+      << scheme_chart(schemes) << scheme_table(schemes, c)
+      << "<h2>Top offenders</h2>\n"
       << offenders_table(offenders) << "</body>\n</html>\n";
 }
 

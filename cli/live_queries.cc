@@ -11,6 +11,7 @@
 
 #include "cli/daemon_client.h"
 #include "cli/errors.h"
+#include "cli/host_rss.h"
 #include "cli/time_args.h"
 #include "cli/units.h"
 #include "core/schemes/scheme_set.h"
@@ -101,20 +102,6 @@ void rank(std::vector<LiveProcess>& ps, const std::string& sort) {
 
 }  // namespace
 
-std::array<std::string, 2> host_lines(const DaemonHealth& h) {
-  auto size = [&](int64_t pages, bool sign = false) {
-    return format_size(pages, h.page_size, SizeUnit::kHuman, sign);
-  };
-  return {fmt::format("readers' RSS {}, exact {}, drift {}",
-                      size(h.host_kernel_rss), size(h.host_exact_rss),
-                      size(h.host_kernel_rss - h.host_exact_rss, true)),
-          fmt::format("({} processes with a known drift); worst case {}",
-                      h.host_processes_known,
-                      h.host_worst_case > 0
-                          ? "\u00b1" + size(h.host_worst_case)
-                          : std::string("unbounded (before 6.2)"))};
-}
-
 void add_live_options(CLI::App& sub, LiveOptions& o) {
   CLI::Option* live = sub.add_flag(
       "--live", o.enabled,
@@ -151,12 +138,7 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
   if (query.json) {
     json j = source_json(live, h);
     j["total"] = audited;
-    j["host_rss"] = {
-        {"kernel_pages", h.host_kernel_rss},
-        {"exact_pages", h.host_exact_rss},
-        {"processes_known", h.host_processes_known},
-        {"worst_case_pages",
-         h.host_worst_case > 0 ? json(h.host_worst_case) : json(nullptr)}};
+    j["host_rss"] = host_rss_json(host_rss(h));
     j["processes"] = json::array();
     for (const LiveProcess& p : ps)
       j["processes"].push_back(process_json(p, h.page_size));
@@ -165,7 +147,7 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
   }
   fmt::print("live from rssauditd on {} at {}: {} audited processes\n",
              printable(h.host), local_time_text(h.time_ns), audited);
-  const auto host = host_lines(h);
+  const auto host = host_lines(host_rss(h), query.unit());
   fmt::print("host: {}\n      {}\n", host[0], host[1]);
   if (ps.empty()) return;
   if (const std::string note = counting_note(h.counting); !note.empty())

@@ -25,11 +25,6 @@ void add_live_options(CLI::App& sub, LiveOptions& o);
 void run_top_live(const LiveOptions& live, const QueryOptions& query,
                   const std::string& sort, size_t limit);
 
-// The host's RSS as the readers see it against the exact total, in two
-// lines for the caller to indent: "readers' RSS …, exact …, drift …" and
-// "(N processes with a known drift); worst case ±…".
-std::array<std::string, 2> host_lines(const DaemonHealth& h);
-
 // `which`: a pid, else a comm.
 void run_show_live(const LiveOptions& live, const QueryOptions& query,
                    const std::string& which);

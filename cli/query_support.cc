@@ -9,6 +9,7 @@
 
 #include "cli/errors.h"
 #include "cli/time_args.h"
+#include "core/schemes/scheme_set.h"
 #include "core/schemes/update.h"
 
 namespace rssaudit::cli {
@@ -118,9 +119,7 @@ std::string counting_note(std::string_view counting) {
 }
 
 std::optional<int64_t> resident_pages(const SampleRow& r) {
-  const MemberPages& m = r.precise;
-  if (m[kFilePages] && m[kAnonPages] && m[kShmemPages])
-    return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
+  if (const std::optional<int64_t> precise = rss_of(r.precise)) return precise;
   return r.statm_resident ? r.statm_resident : r.stat_rss;
 }
 
@@ -172,6 +171,27 @@ std::string printable(std::string comm) {
 
 nlohmann::json json_or_null(const std::optional<int64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json model_error_json(const ModelErrorRow& e) {
+  return {{"scheme", SchemeSet::kNames[e.scheme]},
+          {"start_ns", e.start_ns},
+          {"end_ns", e.end_ns},
+          {"largest_error_pages", e.largest_error},
+          {"bound_per_counter_pages", json_or_null(e.bound)},
+          {"shared_updates", e.shared_updates},
+          {"bytes_per_mm", e.bytes_per_mm},
+          {"read_lines_approximate",
+           json_or_null(e.read_cost ? std::optional(e.read_cost->approximate)
+                                    : std::nullopt)},
+          {"read_lines_precise",
+           json_or_null(e.read_cost ? e.read_cost->precise : std::nullopt)}};
+}
+
+std::string read_cost_text(const std::optional<ReadCost>& cost) {
+  if (!cost) return "?";
+  return fmt::format("{}/{}", cost->approximate,
+                     cost->precise ? std::to_string(*cost->precise) : "none");
 }
 
 nlohmann::json process_identity_json(const ProcessSummary& p) {

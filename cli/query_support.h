@@ -94,6 +94,16 @@ std::string printable(std::string comm);
 // A JSON number, or null for a source that was not read.
 nlohmann::json json_or_null(const std::optional<int64_t>& v);
 
+// One model_errors row as show and export print it: `scheme`, `start_ns`,
+// `end_ns`, `largest_error_pages`, `bound_per_counter_pages` (null: none),
+// `shared_updates`, `bytes_per_mm`, `read_lines_approximate` (null: a row
+// from before it was measured) and `read_lines_precise` (null: no precise
+// read, or unmeasured).
+nlohmann::json model_error_json(const ModelErrorRow& e);
+// "approximate/precise" cache lines; "1/none" without a precise read, "?"
+// when not measured.
+std::string read_cost_text(const std::optional<ReadCost>& cost);
+
 // Which process `p` is, as every JSON output names it: `run_id`,
 // `process_id`, `pid`, `start_ticks`, `comm`.
 nlohmann::json process_identity_json(const ProcessSummary& p);

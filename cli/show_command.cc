@@ -28,12 +28,6 @@ std::optional<int64_t> difference(const std::optional<int64_t>& a,
   return *a - *b;
 }
 
-// file + anon + shmem, as VmRSS counts them, when all three were read.
-std::optional<int64_t> rss_of(const MemberPages& m) {
-  if (!m[kFilePages] || !m[kAnonPages] || !m[kShmemPages]) return {};
-  return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
-}
-
 struct Sources {
   std::string name;
   MemberPages members{};  // empty: a source of the total only
@@ -84,14 +78,7 @@ nlohmann::json json_of(const ProcessSummary& p, const RunInfo& run,
     j["sample"] = s;
   }
   for (const ModelErrorRow& e : errors)
-    j["model_errors"].push_back(
-        {{"scheme", SchemeSet::kNames[e.scheme]},
-         {"start_ns", e.start_ns},
-         {"end_ns", e.end_ns},
-         {"largest_error_pages", e.largest_error},
-         {"bound_per_counter_pages", json_or_null(e.bound)},
-         {"shared_updates", e.shared_updates},
-         {"bytes_per_mm", e.bytes_per_mm}});
+    j["model_errors"].push_back(model_error_json(e));
   return j;
 }
 
@@ -143,9 +130,9 @@ void print_sources(const StoredSample& sample, const RunInfo& run,
              size(difference(r.true_peak, r.vm_hwm), true));
   if (errors.empty()) return;
   fmt::print("\nmodels, newest interval, largest error of a counter:\n");
-  constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}  {}\n";
+  constexpr std::string_view kModelRow = "{:<12}{:>14}{:>14}{:>12}{:>11}  {}\n";
   fmt::print(kModelRow, "scheme", "largest error", "bound/counter",
-             "error/bound", "interval end");
+             "error/bound", "read lines", "interval end");
   for (const ModelErrorRow& e : errors) {
     fmt::print(kModelRow, SchemeSet::kNames[e.scheme], size(e.largest_error),
                e.bound ? size(e.bound) : "none",
@@ -153,8 +140,12 @@ void print_sources(const StoredSample& sample, const RunInfo& run,
                    ? fmt::format("{:.1f}%", 100.0 * double(e.largest_error) /
                                                 double(*e.bound))
                    : "-",
+               read_cost_text(e.read_cost),
                local_time_text(e.end_ns).substr(11));
   }
+  fmt::print(
+      "read lines: cache lines one read of a counter touches, approximate/"
+      "precise\n");
 }
 
 void run(const ShowOptions& o) {

@@ -11,6 +11,7 @@
 
 #include "cli/daemon_client.h"
 #include "cli/errors.h"
+#include "cli/host_rss.h"
 #include "cli/live_queries.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
@@ -35,11 +36,11 @@ struct GapShare {
   int64_t worst_pages = 0;  // 0: no bound (before 6.2)
 };
 
-GapShare gap_share(const DaemonHealth& h, int64_t gap_bytes) {
+GapShare gap_share(const HostRss& h, int64_t gap_bytes) {
   GapShare g;
   g.gap_pages = gap_bytes / h.page_size;
-  g.now_pages = std::llabs(h.host_kernel_rss - h.host_exact_rss);
-  g.worst_pages = h.host_worst_case;
+  g.now_pages = std::llabs(h.kernel_pages - h.exact_pages);
+  g.worst_pages = h.worst_case_pages.value_or(0);
   return g;
 }
 
@@ -49,7 +50,7 @@ std::string share_text(int64_t part, int64_t whole) {
                      100.0 * double(std::min(part, whole)) / double(whole));
 }
 
-void print_gap(const DaemonHealth& h, const GapShare& g) {
+void print_gap(const HostRss& h, const GapShare& g) {
   auto size = [&](int64_t pages) {
     return format_size(pages, h.page_size, SizeUnit::kHuman);
   };
@@ -57,7 +58,7 @@ void print_gap(const DaemonHealth& h, const GapShare& g) {
              size(g.gap_pages));
   fmt::print("  drift accounts for {} of it now{}\n", size(g.now_pages),
              share_text(g.now_pages, g.gap_pages));
-  if (h.host_worst_case == 0) {
+  if (!h.worst_case_pages) {
     fmt::print(
         "  at most: no bound on this kernel (per-task caches hide up to 66\n"
         "  faults per thread, with no bound in time: rssaudit check "
@@ -88,23 +89,23 @@ void run(const StatusOptions& o) {
   const nlohmann::json response =
       ask_daemon(o.socket, Request{HealthRequest{}, {}});
   const DaemonHealth h = health_of(response);
+  const HostRss host_total = host_rss(h);
   std::optional<GapShare> gap;
   if (!o.gap.empty()) {
     const std::optional<int64_t> bytes = parse_bytes(o.gap);
     if (!bytes)
       throw UsageError(fmt::format(
           "--gap takes a size such as 1.4G or 512MiB, got '{}'", o.gap));
-    gap = gap_share(h, *bytes);
+    gap = gap_share(host_total, *bytes);
   }
   if (o.json) {
     nlohmann::json j = health_to_json(h);
     j["socket"] = o.socket;
     if (gap)
-      j["gap"] = {{"gap_pages", gap->gap_pages},
-                  {"drift_now_pages", gap->now_pages},
-                  {"drift_at_most_pages", h.host_worst_case > 0
-                                              ? nlohmann::json(gap->worst_pages)
-                                              : nlohmann::json(nullptr)}};
+      j["gap"] = {
+          {"gap_pages", gap->gap_pages},
+          {"drift_now_pages", gap->now_pages},
+          {"drift_at_most_pages", json_or_null(host_total.worst_case_pages)}};
     fmt::print("{}\n",
                j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
@@ -130,9 +131,9 @@ void run(const StatusOptions& o) {
   fmt::print("  store    {}\n", h.store_error.empty()
                                     ? "writing"
                                     : "FAILING: " + printable(h.store_error));
-  const auto host = host_lines(h);
+  const auto host = host_lines(host_total, SizeUnit::kHuman);
   fmt::print("  host     {}\n           {}\n", host[0], host[1]);
-  if (gap) print_gap(h, *gap);
+  if (gap) print_gap(host_total, *gap);
 }
 
 }  // namespace

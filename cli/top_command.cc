@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/host_rss.h"
 #include "cli/live_queries.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
@@ -63,6 +64,8 @@ void run(const TopOptions& o) {
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   std::vector<ProcessWindow> windows =
       checked(reader->process_windows(window.since_ns, window.until_ns));
+  const HostRss host = host_rss(windows, window.until_ns);
+  const size_t with_samples = windows.size();
   rank(windows, o.sort == "ratio" ? TopSort::kRatio
                 : o.sort == "rss" ? TopSort::kRss
                                   : TopSort::kDrift);
@@ -70,16 +73,21 @@ void run(const TopOptions& o) {
   if (o.query.json) {
     nlohmann::json j = {{"since_ns", window.since_ns},
                         {"until_ns", window.until_ns},
+                        {"host_rss", host_rss_json(host)},
+                        {"processes_with_samples", with_samples},
                         {"processes", nlohmann::json::array()}};
     for (const ProcessWindow& w : windows)
       j["processes"].push_back(window_json(w));
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  fmt::print("{} .. {}: {} processes with samples\n",
+  fmt::print("{} .. {}: {} of {} processes with samples\n",
              local_time_text(window.since_ns), local_time_text(window.until_ns),
-             windows.size());
+             windows.size(), with_samples);
   if (windows.empty()) return;
+  const auto host_text = host_lines(host, o.query.unit());
+  fmt::print("host, newest samples: {}\n      {}\n", host_text[0],
+             host_text[1]);
   if (std::ranges::any_of(windows,
                           [](const ProcessWindow& w) { return w.task_cache; }))
     fmt::print("{}\n", counting_note(kCountingTaskCache));

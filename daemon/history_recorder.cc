@@ -260,6 +260,7 @@ void HistoryRecorder::write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
     row.shared_updates = scheme.shared_updates() - t.shared_before[i];
     t.shared_before[i] = scheme.shared_updates();
     row.bytes_per_mm = static_cast<int64_t>(scheme.bytes_per_mm());
+    row.read_cost = scheme.read_cost();
     store_.add_model_error(row);
   });
   t.interval_start_ns = wall_ns;

@@ -119,8 +119,9 @@ std::string Store::sql_text(Sql q) {
       return sample_insert_sql();
     case kInsertModelError:
       return "INSERT INTO model_errors (process_id, start_ns, end_ns, scheme, "
-             "largest_error, bound, shared_updates, bytes_per_mm) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+             "largest_error, bound, shared_updates, bytes_per_mm, "
+             "read_lines_approximate, read_lines_precise) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     case kInsertAnomaly:
       return "INSERT INTO anomalies (run_id, process_id, time_ns, kind, "
              "detail) "
@@ -398,6 +399,11 @@ Result<void, StoreError> Store::write_batch() {
     model.bind_optional(6, row.bound);
     model.bind(7, row.shared_updates);
     model.bind(8, row.bytes_per_mm);
+    model.bind_optional(9, row.read_cost
+                               ? std::optional(row.read_cost->approximate)
+                               : std::nullopt);
+    model.bind_optional(10,
+                        row.read_cost ? row.read_cost->precise : std::nullopt);
     if (s = db_->run(model, what); !s) return s;
   }
   Statement& anomaly = sql_[kInsertAnomaly];

@@ -74,7 +74,8 @@ std::optional<size_t> scheme_index(std::string_view name) {
 
 constexpr std::string_view kModelErrorColumns =
     "process_id, start_ns, end_ns, scheme, largest_error, bound, "
-    "shared_updates, bytes_per_mm";
+    "shared_updates, bytes_per_mm, read_lines_approximate, "
+    "read_lines_precise";
 
 std::optional<ModelErrorRow> read_model_error(const Statement& s) {
   const std::optional<size_t> scheme = scheme_index(s.column_text(3));
@@ -88,6 +89,8 @@ std::optional<ModelErrorRow> read_model_error(const Statement& s) {
   r.bound = s.column_optional(5);
   r.shared_updates = static_cast<uint64_t>(s.column_int(6));
   r.bytes_per_mm = s.column_int(7);
+  if (const std::optional<int64_t> approximate = s.column_optional(8))
+    r.read_cost = ReadCost{*approximate, s.column_optional(9)};
   return r;
 }
 
@@ -367,9 +370,10 @@ Result<std::vector<ModelErrorRow>, StoreError> StoreReader::model_errors(
 
 Result<std::vector<SchemeWindow>, StoreError> StoreReader::scheme_errors(
     int64_t since_ns, int64_t until_ns) {
-  // The bare column bound comes from the row holding max(largest_error).
+  // The bare columns come from the row holding max(largest_error).
   auto found = rows(
-      "SELECT scheme, max(largest_error), bound, count(*) FROM model_errors "
+      "SELECT scheme, max(largest_error), bound, count(*), process_id, "
+      "read_lines_approximate, read_lines_precise FROM model_errors "
       "WHERE end_ns >= ?1 AND end_ns < ?2 GROUP BY scheme",
       [&](Statement& s) {
         s.bind(1, since_ns);
@@ -378,8 +382,11 @@ Result<std::vector<SchemeWindow>, StoreError> StoreReader::scheme_errors(
       [](const Statement& q) {
         const std::optional<size_t> scheme = scheme_index(q.column_text(0));
         if (!scheme) return std::optional<SchemeWindow>();
-        return std::optional<SchemeWindow>(SchemeWindow{
-            *scheme, q.column_int(1), q.column_optional(2), q.column_int(3)});
+        SchemeWindow w{*scheme,         q.column_int(1), q.column_optional(2),
+                       q.column_int(3), q.column_int(4), std::nullopt};
+        if (const std::optional<int64_t> approximate = q.column_optional(5))
+          w.read_cost = ReadCost{*approximate, q.column_optional(6)};
+        return std::optional<SchemeWindow>(w);
       });
   if (!found) return unexpected(std::move(found).error());
   std::vector<SchemeWindow> out;

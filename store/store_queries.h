@@ -77,6 +77,8 @@ struct SchemeWindow {
   int64_t largest_error = 0;
   std::optional<int64_t> bound;  // of that interval
   int64_t intervals = 0;
+  int64_t process_id = 0;             // whose interval it was
+  std::optional<ReadCost> read_cost;  // of that interval; empty: unmeasured
 };
 
 class StoreReader {

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/schemes/scheme.h"
 #include "core/schemes/update.h"
 
 namespace rssaudit {
@@ -77,6 +78,12 @@ struct SampleRow {
   bool operator==(const SampleRow&) const = default;
 };
 
+// file + anon + shmem, as VmRSS counts them, when all three were read.
+inline std::optional<int64_t> rss_of(const MemberPages& m) {
+  if (!m[kFilePages] || !m[kAnonPages] || !m[kShmemPages]) return {};
+  return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
+}
+
 // The samples.drift column: the kernel's approximate RSS minus the true one
 // (file + anon + shmem, as VmRSS), both of one moment. From the capture when
 // every member of both is known: the kernel's count and the exact sum of
@@ -86,16 +93,22 @@ struct SampleRow {
 // process faulting meanwhile shows MiB of difference no counter holds (it
 // ranked busy processes at 10x the kernel's bound).
 inline std::optional<int64_t> rss_drift(const SampleRow& r) {
-  auto rss = [](const MemberPages& m) -> std::optional<int64_t> {
-    if (!m[kFilePages] || !m[kAnonPages] || !m[kShmemPages]) return {};
-    return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
-  };
-  if (const auto approximate = rss(r.approximate), exact = rss(r.exact);
+  if (const auto approximate = rss_of(r.approximate), exact = rss_of(r.exact);
       approximate && exact)
     return *approximate - *exact;
-  if (const auto precise = rss(r.precise); r.stat_rss && precise)
+  if (const auto precise = rss_of(r.precise); r.stat_rss && precise)
     return *r.stat_rss - *precise;
   return std::nullopt;
+}
+
+// The RSS the kernel's approximate readers showed at the moment rss_drift()
+// measured: the capture's count when the drift is the capture's, else
+// stat's. Its exact counterpart is readers_rss() - rss_drift().
+inline std::optional<int64_t> readers_rss(const SampleRow& r) {
+  if (const auto approximate = rss_of(r.approximate);
+      approximate && rss_of(r.exact))
+    return approximate;
+  return r.stat_rss;
 }
 
 struct ModelErrorRow {
@@ -107,6 +120,9 @@ struct ModelErrorRow {
   std::optional<int64_t> bound{};  // empty: the scheme has no bound
   uint64_t shared_updates = 0;
   int64_t bytes_per_mm = 0;
+  // Cache lines one read of a counter touches (schema/007); empty: a row
+  // from before it, which did not measure it.
+  std::optional<ReadCost> read_cost{};
 };
 
 struct AnomalyRow {

@@ -104,16 +104,19 @@ class QueryCli : public ::testing::Test {
       s.add_sample(r);
       if (!models) continue;
       for (size_t k = 0; k < SchemeSet::kCount; ++k)
-        s.add_model_error({.process_id = process,
-                           .start_ns = time - kMinute,
-                           .end_ns = time,
-                           .scheme = k,
-                           .largest_error = int64_t(k * 7 + i),
-                           .bound = k == 5 ? std::nullopt
-                                           : std::optional<int64_t>(
-                                                 k == 0 ? 504 : 64 * (k + 1)),
-                           .shared_updates = 10,
-                           .bytes_per_mm = 64});
+        s.add_model_error(
+            {.process_id = process,
+             .start_ns = time - kMinute,
+             .end_ns = time,
+             .scheme = k,
+             .largest_error = int64_t(k * 7 + i),
+             .bound = k == 5
+                          ? std::nullopt
+                          : std::optional<int64_t>(k == 0 ? 504 : 64 * (k + 1)),
+             .shared_updates = 10,
+             .bytes_per_mm = 64,
+             .read_cost = ReadCost{
+                 1, k == 1 ? std::nullopt : std::optional<int64_t>(9)}});
     }
   }
 
@@ -132,16 +135,46 @@ TEST_F(QueryCli, TopRanksByLargestDriftAndFits80Columns) {
   const auto r = run_command(cli("top --since 1h"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
-  ASSERT_EQ(lines.size(), 2u + 5u + 2u) << r.out;  // and the legend
+  // The window, the host's two lines, the header, 5 rows and the legend.
+  ASSERT_EQ(lines.size(), 1u + 2u + 1u + 5u + 2u) << r.out;
   for (const std::string& line : lines) EXPECT_LE(line.size(), 80u) << line;
-  EXPECT_NE(lines[1].find("PID"), std::string::npos);
-  EXPECT_NE(lines[2].find("big drifter"), std::string::npos);
-  EXPECT_NE(lines[2].find("+1.6 MiB"), std::string::npos) << lines[2];
-  EXPECT_NE(lines[3].find("other"), std::string::npos);
-  EXPECT_NE(lines[4].find("-80 KiB"), std::string::npos) << lines[4];
-  EXPECT_NE(lines[6].find("quiet"), std::string::npos);
-  EXPECT_NE(lines[7].find("/BOUND: max |drift| over the kernel's RSS bound"),
+  EXPECT_NE(lines[3].find("PID"), std::string::npos);
+  EXPECT_NE(lines[4].find("big drifter"), std::string::npos);
+  EXPECT_NE(lines[4].find("+1.6 MiB"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[5].find("other"), std::string::npos);
+  EXPECT_NE(lines[6].find("-80 KiB"), std::string::npos) << lines[6];
+  EXPECT_NE(lines[8].find("quiet"), std::string::npos);
+  EXPECT_NE(lines[9].find("/BOUND: max |drift| over the kernel's RSS bound"),
             std::string::npos);
+}
+
+// The host over the database: the newest run's processes, each at its newest
+// sample: "other" (672 pages as readers see them, drift +50) and "worker"
+// 400 (1 144, +10); run 1's processes belong to a daemon that stopped.
+TEST_F(QueryCli, TopSumsTheNewestRunsProcessesForTheHost) {
+  const auto r = run_command(cli("top --pages"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  EXPECT_NE(lines[1].find("readers' RSS 1816 pg, exact 1756 pg, drift +60 pg"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(lines[2].find("(2 processes with a known drift); worst case "
+                          "\u00b13024 pg"),
+            std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(run_command(cli("top --json -n 1")).out);
+  const nlohmann::json& host = j["host_rss"];
+  EXPECT_EQ(host["kernel_pages"], 1816) << "not limited by -n";
+  EXPECT_EQ(host["exact_pages"], 1756);
+  EXPECT_EQ(host["drift_pages"], 60);
+  EXPECT_EQ(host["processes_known"], 2);
+  EXPECT_EQ(host["worst_case_pages"], 2 * 3 * 504);
+  EXPECT_EQ(host["page_size"], 4096);
+  // Run 1 alone: its three processes.
+  const auto run1 = nlohmann::json::parse(
+      run_command(cli("top --json --since 40m --until 28m")).out);
+  EXPECT_EQ(run1["host_rss"]["processes_known"], 3) << run1.dump();
 }
 
 TEST_F(QueryCli, TopJsonSortsAndLimits) {
@@ -149,6 +182,7 @@ TEST_F(QueryCli, TopJsonSortsAndLimits) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["processes"].size(), 2u);
+  EXPECT_EQ(j["processes_with_samples"], 5) << "before -n";
   EXPECT_EQ(j["processes"][0]["comm"], "big drifter");
   EXPECT_EQ(j["processes"][0]["max_drift_pages"], 400);
   EXPECT_EQ(j["processes"][0]["samples"], kSamples);
@@ -158,6 +192,9 @@ TEST_F(QueryCli, TopJsonSortsAndLimits) {
   EXPECT_EQ(j["processes"][1]["comm"], "worker");
   const auto pages = run_command(cli("top --pages -n 1"));
   EXPECT_NE(pages.out.find("+400 pg"), std::string::npos) << pages.out;
+  EXPECT_NE(pages.out.find(": 1 of 5 processes with samples"),
+            std::string::npos)
+      << pages.out;
 }
 
 TEST_F(QueryCli, ShowPutsEverySourceSideBySide) {
@@ -175,6 +212,10 @@ TEST_F(QueryCli, ShowPutsEverySourceSideBySide) {
   EXPECT_EQ(j["sample"]["sources"]["approx"]["anon_pages"], 25600 + 400);
   EXPECT_EQ(j["sample"]["peak_gap_pages"], 10);
   EXPECT_EQ(j["model_errors"].size(), SchemeSet::kCount);
+  EXPECT_EQ(j["model_errors"][0]["read_lines_approximate"], 1);
+  EXPECT_EQ(j["model_errors"][0]["read_lines_precise"], 9);
+  EXPECT_TRUE(j["model_errors"][1]["read_lines_precise"].is_null());
+  EXPECT_NE(r.out.find("1/none"), std::string::npos) << r.out;
 }
 
 TEST_F(QueryCli, ShowOfAReusedPidPicksTheMostRecentAndSaysSo) {
@@ -295,6 +336,15 @@ TEST_F(QueryCli, HtmlExportIsSelfContainedWithSvgPlots) {
   EXPECT_NE(html.find("<polyline"), std::string::npos);
   EXPECT_NE(html.find("<table>"), std::string::npos);
   EXPECT_NE(html.find("big drifter"), std::string::npos);
+  // The host at the newest run's samples, and each scheme's read cost
+  // beside the process whose interval it was.
+  EXPECT_NE(html.find("add up to <b>7.1 MiB</b>, the exact total is "
+                      "<b>6.9 MiB</b>, a drift of <b>+240 KiB</b>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>upstream</td><td>100 big drifter (run 1)</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>1/9</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>1/none</td>"), std::string::npos);
   const std::regex external(R"((src|href)\s*=\s*["']?\s*(https?:)?//)",
                             std::regex::icase);
   EXPECT_FALSE(std::regex_search(html, external));

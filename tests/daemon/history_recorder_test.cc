@@ -221,6 +221,9 @@ TEST_F(HistoryRecorderTest, ProcessEndingBeforeAnyTickIsRecordedFromItsZombie) {
   // Upstream at batch 32 on 2 CPUs: up to 31 pages per CPU not yet folded.
   EXPECT_GT(errors.value()[0].largest_error, 0);
   EXPECT_LE(errors.value()[0].largest_error, 2 * 31);
+  // And what a read costs its readers: stat one line, status the central
+  // count and both CPUs' slots.
+  EXPECT_EQ(errors.value()[0].read_cost, (ReadCost{1, 1 + 2}));
 }
 
 TEST_F(HistoryRecorderTest,

@@ -49,7 +49,14 @@ class StoreQueries : public ::testing::Test {
              .largest_error = t * int64_t(i + 1),
              .bound = i == 5 ? std::nullopt : std::optional<int64_t>(100 * t),
              .shared_updates = 1,
-             .bytes_per_mm = 8});
+             .bytes_per_mm = 8,
+             // t lines, t + 10 precise, but none for scheme 4; the first
+             // interval of scheme 0 unmeasured (a row from before v7).
+             .read_cost =
+                 i == 0 && t == 1
+                     ? std::nullopt
+                     : std::optional(ReadCost{
+                           t, i == 4 ? std::nullopt : std::optional(t + 10)})});
     }
     s.end_run(5 * kSecond);
     ASSERT_TRUE(s.flush().has_value());  // the store keeps one run in memory
@@ -137,6 +144,9 @@ TEST_F(StoreQueries, LatestSampleAndModelErrors) {
     EXPECT_EQ(e.value()[i].largest_error, 4 * int64_t(i + 1));
   }
   EXPECT_EQ(e.value()[5].bound, std::nullopt);
+  EXPECT_EQ(e.value()[1].read_cost, (ReadCost{4, 14}));
+  EXPECT_EQ(e.value()[4].read_cost, (ReadCost{4, std::nullopt}))
+      << "no precise read is not an unmeasured row";
   EXPECT_TRUE(reader_->latest_model_errors(b_)->empty());
 }
 
@@ -146,6 +156,9 @@ TEST_F(StoreQueries, ModelErrorsOfAProcessOrAllInAWindow) {
   EXPECT_EQ(one->size(), SchemeSet::kCount);
   auto all = reader_->model_errors(std::nullopt, 0, 100 * kSecond);
   EXPECT_EQ(all->size(), 4 * SchemeSet::kCount);
+  for (const ModelErrorRow& e : *all)
+    EXPECT_EQ(e.read_cost.has_value(), e.scheme != 0 || e.end_ns != kSecond)
+        << "only the unmeasured row is NULL";
   EXPECT_TRUE(reader_->model_errors(b_, 0, 100 * kSecond)->empty());
 }
 
@@ -157,6 +170,8 @@ TEST_F(StoreQueries, SchemeErrorsKeepTheBoundOfTheWorstInterval) {
   EXPECT_EQ(s.value()[1].largest_error, 2 * 2);
   EXPECT_EQ(s.value()[1].bound, 200);
   EXPECT_EQ(s.value()[1].intervals, 2);
+  EXPECT_EQ(s.value()[1].process_id, a_);
+  EXPECT_EQ(s.value()[1].read_cost, (ReadCost{2, 12})) << "of that interval";
   EXPECT_EQ(s.value()[5].bound, std::nullopt);
 }
 
