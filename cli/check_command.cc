@@ -253,7 +253,8 @@ Report gather(const CheckOptions& o) {
   r.bound = *UpstreamPercpu(r.host).bound(kAnonPages);
   r.threads = o.threads;
   if (o.threads)
-    r.tolerance = reader_tolerance(r.percpu_rss, r.host, o.threads);
+    r.tolerance = reader_tolerance(r.percpu_rss ? "upstream" : "per_task",
+                                   r.host, o.threads);
   r.caps = effective_capabilities();
   for (const CapabilityUse& c : kCapabilities) {
     const bool admin_covers =
@@ -377,12 +378,7 @@ void print_json(const Report& r) {
   if (r.threads) {
     nlohmann::json readers = nlohmann::json::array();
     for (const ReaderTolerance& t : r.tolerance)
-      readers.push_back({{"reader", t.reader},
-                         {"what", t.what},
-                         {"rss_error_pages", t.rss_pages},
-                         {"rss_error_bytes", t.rss_pages * r.page_size},
-                         {"anon_error_pages", t.anon_pages},
-                         {"bounded_in_time", t.bounded_in_time}});
+      readers.push_back(tolerance_json(t, r.page_size));
     j["tolerance"] = {{"threads", r.threads}, {"readers", readers}};
   }
   fmt::print("{}\n", j.dump(2));

@@ -96,6 +96,15 @@ void print_schemes(const std::vector<SchemeOutcome>& schemes, uint64_t updates,
         s.read_cost.precise ? std::to_string(*s.read_cost.precise) : "none");
 }
 
+nlohmann::json tolerance_json(const ReaderTolerance& t, int64_t page_size) {
+  return {{"reader", t.reader},
+          {"what", t.what},
+          {"rss_error_pages", t.rss_pages},
+          {"rss_error_bytes", t.rss_pages * page_size},
+          {"anon_error_pages", t.anon_pages},
+          {"bounded_in_time", t.bounded_in_time}};
+}
+
 std::vector<CLI::Option*> add_synthetic_options(CLI::App& sub,
                                                 SyntheticRun& r) {
   return {

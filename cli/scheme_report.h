@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/units.h"
+#include "core/schemes/reader_tolerance.h"
 #include "core/schemes/topology.h"
 #include "core/sim/simulation.h"
 
@@ -48,6 +49,10 @@ nlohmann::json schemes_json(const std::vector<SchemeOutcome>& schemes,
 // costs below it.
 void print_schemes(const std::vector<SchemeOutcome>& schemes, uint64_t updates,
                    int64_t page_size, SizeUnit unit);
+
+// One reader's tolerance as check and simulate print it: reader, what,
+// rss_error_pages, rss_error_bytes, anon_error_pages, bounded_in_time.
+nlohmann::json tolerance_json(const ReaderTolerance& t, int64_t page_size);
 
 // A synthetic workload through every scheme, as `simulate` and
 // `whatif --workload` run it.

@@ -1,7 +1,9 @@
-// How far each RSS reader of a kernel can be from the truth for a process of
-// T threads: what a test author asks before asserting on time(1)'s maximum
-// RSS or a compiler suite's maxrss (docs/counters.md, "Who reads which
-// value"). Pure: the kernel's scheme, CPUs and batch go in.
+// How far each RSS reader can be from the truth for a process of T threads,
+// under each counting scheme: what a test author asks before asserting on
+// time(1)'s maximum RSS or a compiler suite's maxrss (docs/counters.md,
+// "Who reads which value" and each scheme's readers). Pure: the scheme,
+// CPUs and batch go in; `rssaudit check` asks it of the running kernel's
+// scheme, `simulate --tolerance` of every scheme on any CPU count.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +24,14 @@ struct ReaderTolerance {
   int64_t rss_pages = 0;    // largest |read - true| of RSS (file+anon+shmem)
   int64_t anon_pages = 0;   // of its anon counter alone
   // False: the error lasts for as long as the threads neither fault nor
-  // exit (before 6.2); true: it is bounded whenever the reader runs.
+  // exit (per-task caches); true: it is bounded whenever the reader runs.
   bool bounded_in_time = true;
 };
 
-// `percpu_counter`: the kernel is 6.2+ (else atomics + per-task caches);
-// `host`: its CPUs and rss_stat batch; `threads` >= 1.
-std::vector<ReaderTolerance> reader_tolerance(bool percpu_counter,
-                                              const Topology& host,
+// `scheme`: a name of SchemeSet::kNames (upstream is the kernel's since
+// 6.2, per_task before); `threads` >= 1. Empty for an unknown scheme.
+std::vector<ReaderTolerance> reader_tolerance(std::string_view scheme,
+                                              const Topology& t,
                                               uint32_t threads);
 
 }  // namespace rssaudit

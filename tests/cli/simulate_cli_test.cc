@@ -58,6 +58,70 @@ TEST(SimulateCli, TableSweepsTo65536Cpus) {
         << row["cpus"];
 }
 
+// Each scheme's readers on another machine: 384 CPUs, 8 threads
+// (docs/counters.md gives each reader's source).
+TEST(SimulateCli, ToleranceAnswersPerReaderAndSchemeForOtherCpuCounts) {
+  const auto r =
+      run_command(kCli + " simulate --tolerance --cpus 384 --threads 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cpus"], 384);
+  EXPECT_EQ(j["threads"], 8);
+  ASSERT_EQ(j["schemes"].size(), 6u);
+  auto reader = [&](std::string_view scheme, std::string_view name) {
+    for (const auto& s : j["schemes"])
+      if (s["name"] == scheme)
+        for (const auto& rd : s["readers"])
+          if (rd["reader"] == name) return rd;
+    ADD_FAILURE() << scheme << " " << name;
+    return nlohmann::json();
+  };
+  EXPECT_EQ(reader("upstream", "stat")["rss_error_pages"], 3 * 384 * 767);
+  EXPECT_EQ(reader("upstream", "status")["rss_error_pages"], 0);
+  EXPECT_EQ(reader("per_task", "status")["anon_error_pages"], 8 * 66);
+  EXPECT_EQ(reader("per_task", "status")["bounded_in_time"], false);
+  EXPECT_EQ(reader("per_cpu", "stat")["rss_error_pages"], 0);
+  EXPECT_EQ(reader("sync_query", "ru_maxrss")["rss_error_pages"], 0);
+  EXPECT_LT(reader("hpcc", "stat")["rss_error_pages"].get<int64_t>(),
+            reader("upstream", "stat")["rss_error_pages"].get<int64_t>());
+  const auto human =
+      run_command(kCli + " simulate --tolerance --cpus 384 --threads 8");
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_NE(human.out.find("upstream          3.4 GiB"), std::string::npos)
+      << human.out;
+  for (const std::string& line : testing::lines_of(human.out))
+    EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_EQ(run_command(kCli + " simulate --tolerance --cpus 4").exit_code, 2)
+      << "--threads is required";
+}
+
+// On this host's CPU count, simulate's upstream (or, before 6.2, per_task)
+// answer is check's answer for the running kernel: one function, two
+// commands.
+TEST(SimulateCli, ToleranceOnThisHostsCpusIsChecksAnswer) {
+  const auto check = run_command(kCli + " check --threads 3 --json --db " +
+                                 "/nonexistent/x.db --socket /nonexistent/s");
+  const auto c = nlohmann::json::parse(check.out, nullptr, false);
+  if (c.is_discarded() || !c.contains("tolerance"))
+    GTEST_SKIP() << "check gave no tolerance: " << check.err;
+  const std::string scheme =
+      c["counting_scheme"] == "percpu_counter" ? "upstream" : "per_task";
+  const auto s = nlohmann::json::parse(
+      run_command(kCli + " simulate --tolerance --threads 3 --json --cpus " +
+                  std::to_string(c["online_cpus"].get<int64_t>()))
+          .out);
+  for (const auto& sc : s["schemes"])
+    if (sc["name"] == scheme)
+      for (size_t i = 0; i < 4; ++i) {
+        const auto& mine = sc["readers"][i];
+        const auto& theirs = c["tolerance"]["readers"][i];
+        EXPECT_EQ(mine["reader"], theirs["reader"]);
+        EXPECT_EQ(mine["rss_error_pages"], theirs["rss_error_pages"])
+            << mine["reader"];
+        EXPECT_EQ(mine["bounded_in_time"], theirs["bounded_in_time"]);
+      }
+}
+
 TEST(SimulateCli, BadArgumentsAreUsageErrors) {
   for (const char* args : {"--cpus 0", "--cpus 65537", "--cpus 384 --shape 8,8",
                            "--cpus 4 --batch -3", "--cpus 4 --workload storm",
