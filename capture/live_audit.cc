@@ -5,13 +5,15 @@
 namespace rssaudit {
 
 LiveAudit::LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
-                     uint64_t page_size, uint64_t max_poll_ns)
+                     uint64_t page_size, uint64_t max_poll_ns,
+                     bool status_precise)
     : capture_(std::move(capture)),
       reconstructor_(ReconstructorOptions{
           .nr_cpus = capture_->possible_cpus(),
           .batch = batch,
           .preemptible = capture_->support().preempts_in_kernel()}),
-      resync_(MmResyncOptions{.page_size = page_size}),
+      resync_(MmResyncOptions{.page_size = page_size,
+                              .status_precise = status_precise}),
       // A drain should find at most a quarter of a stream.
       pacing_{1'000'000, max_poll_ns, capture_->stream_records() / 4},
       last_drain_ns_(monotonic_ns()),

@@ -19,8 +19,10 @@ class LiveAudit {
  public:
   // `batch`: the kernel's percpu_counter batch of mm->rss_stat. `max_poll_ns`:
   // the longest sleep between drains next_poll_ns() advises.
+  // `status_precise`: /proc/PID/status reads the precise RSS here, as
+  // probe_reader_precision() measured; else no mm is resynchronised from it.
   LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
-            uint64_t page_size, uint64_t max_poll_ns);
+            uint64_t page_size, uint64_t max_poll_ns, bool status_precise);
 
   // Hands every record published so far (at most one poll's worth) through
   // the reconstructor to `sink`, lets out what every CPU has shown to be

@@ -10,6 +10,7 @@
 namespace rssaudit {
 
 void MmResync::run(DeltaReconstructor& reconstructor, uint64_t now_ns) {
+  if (!options_.status_precise) return;
   for (const ResyncCandidate& c : reconstructor.resync_candidates(
            now_ns, options_.quiet_ns, options_.max_per_round)) {
     ++stats_.reads;

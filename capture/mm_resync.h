@@ -22,6 +22,9 @@ struct MmResyncOptions {
   // a busy mm would most likely update it during the read.
   uint64_t quiet_ns = 20'000'000;
   size_t max_per_round = 32;  // /proc reads per call, ~15 us each
+  // status gives the precise RSS on this kernel (sampler/reader_probe.h):
+  // else there is nothing to resynchronise from, and run() does nothing.
+  bool status_precise = true;
 };
 
 struct MmResyncStats {

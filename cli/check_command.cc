@@ -34,6 +34,7 @@
 #include "core/schemes/topology.h"
 #include "core/schemes/upstream_percpu.h"
 #include "sampler/pagemap_walk.h"
+#include "sampler/reader_probe.h"
 #include "store/store_db.h"
 
 namespace rssaudit::cli {
@@ -209,6 +210,7 @@ struct Report {
   std::vector<std::string> missing_caps;
   std::optional<bool> bpf_stats;
   ZeroPagePfns zero_page;  // what a page-table walk sets aside
+  ReaderPrecision readers;  // measured, by the probe rssauditd runs
   std::string db_path;
   DbState db;
   std::string socket_path;
@@ -264,6 +266,7 @@ Report gather(const CheckOptions& o) {
   if (auto v = read_line("/proc/sys/kernel/bpf_stats_enabled"))
     r.bpf_stats = *v != "0";
   r.zero_page = learn_zero_page_pfns();
+  r.readers = probe_reader_precision();
   r.db_path = o.query.db;
   r.db = probe_database(o.query.db);
   r.socket_path = o.socket;
@@ -344,6 +347,17 @@ void print_json(const Report& r) {
       {"capabilities", caps},
       {"missing_capabilities", r.missing_caps},
       {"bpf_stats_enabled", optional_json(r.bpf_stats)},
+      {"readers",
+       {{"stat", reader_verdict_name(r.readers.stat)},
+        {"statm", reader_verdict_name(r.readers.statm)},
+        {"status", reader_verdict_name(r.readers.status)},
+        {"vm_hwm_at_peak", reader_verdict_name(r.readers.vm_hwm)},
+        {"ru_maxrss", reader_verdict_name(r.readers.ru_maxrss)},
+        {"walk_pages", r.readers.walk_pages},
+        {"stat_pages", r.readers.stat_pages},
+        {"status_pages", r.readers.status_pages},
+        {"error", r.readers.error.empty() ? nlohmann::json(nullptr)
+                                          : nlohmann::json(r.readers.error)}}},
       {"zero_page", !r.zero_page.known() ? nlohmann::json(nullptr)
                     : r.zero_page.unused ? "none"
                                          : "shared"},
@@ -501,6 +515,9 @@ void print_human(const Report& r, SizeUnit unit) {
                         ? "on: bpftool prog show reports BPF run time"
                         : "off (sysctl kernel.bpf_stats_enabled=1 to measure "
                           "BPF run time)");
+  line("readers",
+       "measured against a page-table walk, as rssauditd does at start: " +
+           reader_precision_text(r.readers));
   line("zero page",
        !r.zero_page.known() ? "unknown (PFNs are hidden without CAP_SYS_ADMIN)"
        : r.zero_page.unused

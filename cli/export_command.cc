@@ -155,6 +155,9 @@ nlohmann::json run_json(const RunSummary& r) {
           {"nr_cpus", r.info.nr_cpus},
           {"batch", r.info.batch},
           {"counting", r.info.counting},
+          {"status_precise", r.info.status_precise
+                                 ? nlohmann::json(*r.info.status_precise)
+                                 : nlohmann::json(nullptr)},
           {"page_size", r.info.page_size},
           {"rssaudit_version", r.info.rssaudit_version},
           {"started_ns", r.info.started_ns},

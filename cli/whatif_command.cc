@@ -18,6 +18,7 @@
 #include "cli/units.h"
 #include "core/formats/record_format.h"
 #include "core/schemes/hpcc_tree.h"
+#include "sampler/reader_probe.h"
 #include "sampler/sampler.h"
 
 namespace rssaudit::cli {
@@ -305,6 +306,10 @@ void whatif_live(const WhatifOptions& o) {
   StreamSource s;
   s.kind = "live";
   s.name = fmt::format("pid {} ({})", o.pid, comm_of(sampler, o.pid));
+  // Measured before the capture, as rssauditd does: an mm already running
+  // gets its absolute value from status only where status is precise.
+  const bool status_precise =
+      probe_reader_precision().status == ReaderVerdict::kPrecise;
   CaptureOptions co;
   co.target_tgid = o.pid;
   Result<std::unique_ptr<BpfCapture>, CaptureError> capture =
@@ -315,7 +320,7 @@ void whatif_live(const WhatifOptions& o) {
   s.models = models_for(o, s.header, s.models_as_recorded);
   SchemeReports audit(s.models, o.pid);
   LiveAudit live(std::move(capture).value(), s.header.percpu_batch,
-                 s.header.page_size, kLivePollNs);
+                 s.header.page_size, kLivePollNs, status_precise);
   // Said once the programs are attached: what follows is captured.
   fmt::print(stderr, "rssaudit: auditing {} for up to {} s; SIGINT stops\n",
              s.name, o.duration_s);

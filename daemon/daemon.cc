@@ -26,6 +26,7 @@
 #include "daemon/service_notifier.h"
 #include "daemon/summary_log.h"
 #include "os/clock.h"
+#include "sampler/reader_probe.h"
 #include "store/store.h"
 
 namespace rssaudit {
@@ -41,12 +42,13 @@ class Daemon {
         run_(run),
         // poll-ms changes at the next start only: fixed for the run.
         live_(std::move(capture), t.upstream_batch, run.page_size,
-              uint64_t{options.poll_ms} * 1'000'000),
+              uint64_t{options.poll_ms} * 1'000'000,
+              run.status_precise.value_or(false)),
         pipeline_(t),
         store_(std::move(store)),
         sampler_(walk_policy(options)),
         recorder_(*store_, sampler_, recorder_options(options), run.page_size,
-                  run.counting == kCountingTaskCache),
+                  run.status_precise.value_or(false)),
         poll_timer_(io_),
         summary_timer_(io_),
         stop_timer_(io_),
@@ -163,6 +165,7 @@ class Daemon {
     h.nr_cpus = run_.nr_cpus;
     h.batch = run_.batch;
     h.counting = run_.counting;
+    h.status_precise = run_.status_precise;
     h.page_size = run_.page_size;
     h.events = live_.records();
     h.events_per_s = events_per_s_;
@@ -360,6 +363,11 @@ int run_daemon(const std::vector<std::string>& args) {
     fmt::print(stderr, "rssauditd: {}\n", store.error().message);
     return 1;
   }
+  // Before the capture: its child is no process to audit. Whether status
+  // is a precise source decides what the history may call precise.
+  const ReaderPrecision readers = probe_reader_precision();
+  fmt::print(stderr, "rssauditd: RSS readers measured on this kernel: {}\n",
+             reader_precision_text(readers));
   CaptureOptions co;
   co.target_tgid = options.pid;
   Result<std::unique_ptr<BpfCapture>, CaptureError> capture =
@@ -379,6 +387,8 @@ int run_daemon(const std::vector<std::string>& args) {
   run.nr_cpus = host.online_cpus;
   run.batch = host.percpu_batch;
   if (!(*capture)->support().percpu_rss) run.counting = kCountingTaskCache;
+  if (readers.status != ReaderVerdict::kUnknown)
+    run.status_precise = readers.status == ReaderVerdict::kPrecise;
   run.page_size = host.page_size;
   run.rssaudit_version = RSSAUDIT_VERSION;
   run.started_ns = realtime_ns();

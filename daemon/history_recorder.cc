@@ -22,12 +22,12 @@ std::optional<int64_t> pages_of_kb(std::optional<uint64_t> kb,
 
 HistoryRecorder::HistoryRecorder(Store& store, ProcessSampler& sampler,
                                  RecorderOptions options, int64_t page_size,
-                                 bool task_cache)
+                                 bool status_precise)
     : store_(store),
       sampler_(sampler),
       options_(std::move(options)),
       page_size_(page_size),
-      task_cache_(task_cache),
+      status_precise_(status_precise),
       self_pid_(static_cast<uint32_t>(getpid())) {}
 
 HistoryRecorder::Tracked& HistoryRecorder::tracked(
@@ -156,7 +156,7 @@ bool HistoryRecorder::sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns) {
   q.who.process_id =
       store_.upsert_process(ProcessIdentity{pid, s.id.start_time}, s.stat.comm,
                             std::move(cgroup), wall_ns);
-  const SampleRow row = proc_row(s, q.who.process_id, wall_ns, task_cache_);
+  const SampleRow row = proc_row(s, q.who.process_id, wall_ns, status_precise_);
   q.kernel_rss = *row.stat_rss;
   q.precise_rss.reset();
   if (row.precise[kFilePages] && row.precise[kAnonPages] &&
@@ -190,12 +190,14 @@ std::vector<LiveProcess> HistoryRecorder::quiet_processes(int64_t bound) const {
 }
 
 SampleRow HistoryRecorder::proc_row(const Sample& s, int64_t process_id,
-                                    int64_t wall_ns, bool task_cache) const {
+                                    int64_t wall_ns,
+                                    bool status_precise) const {
   SampleRow row;
   row.process_id = process_id;
   row.time_ns = wall_ns;
-  // Before 6.2 status reads the atomics, as every reader: not precise.
-  for (int m = 0; m < kMembers && !task_cache; ++m)
+  // Before 6.2 status reads the atomics, as every reader; up to 6.15 it
+  // may read the count as stat does: then it is no precise value.
+  for (int m = 0; m < kMembers && status_precise; ++m)
     if (auto pages = s.status.member_pages(static_cast<Member>(m), page_size_))
       row.precise[m] = static_cast<int64_t>(*pages);
   row.stat_rss = static_cast<int64_t>(s.stat.rss);
@@ -219,7 +221,7 @@ SampleRow HistoryRecorder::proc_row(const Sample& s, int64_t process_id,
 void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
                                    const Sample& s, int64_t wall_ns) {
   SampleRow row = proc_row(s, t.who.process_id, wall_ns,
-                           task_cache_ || mm.summary.task_cache);
+                           status_precise_ && !mm.summary.task_cache);
   for (int m = 0; m < kMembers; ++m) {
     if (mm.kernel_count_known[m]) row.approximate[m] = mm.kernel_count[m];
     // Absolute from creation, or since a resync from /proc.

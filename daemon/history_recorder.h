@@ -68,10 +68,12 @@ struct RecordedIdentity {
 
 class HistoryRecorder {
  public:
-  // `task_cache`: the kernel counts with atomics and per-task caches
-  // (before 6.2), so /proc/PID/status is no precise source.
+  // `status_precise`: /proc/PID/status gives the precise RSS on this kernel,
+  // as measured at start (sampler/reader_probe.h); not before 6.2, nor on
+  // 6.2-6.15 kernels without the change that made it sum the slots.
   HistoryRecorder(Store& store, ProcessSampler& sampler,
-                  RecorderOptions options, int64_t page_size, bool task_cache);
+                  RecorderOptions options, int64_t page_size,
+                  bool status_precise);
 
   // Samples every live mm's process, then the quiet processes due. Call
   // right after draining the capture's streams so the BPF-side values are
@@ -127,9 +129,10 @@ class HistoryRecorder {
                     int64_t wall_ns);
   // Samples one quiet process due for it; false when it is gone.
   bool sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns);
-  // The row's /proc part, and the one written when no mm is audited.
+  // The row's /proc part, and the one written when no mm is audited;
+  // status's values are precise ones only when `status_precise`.
   SampleRow proc_row(const Sample& s, int64_t process_id, int64_t wall_ns,
-                     bool task_cache) const;
+                     bool status_precise) const;
   void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
                     int64_t wall_ns);
   void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
@@ -145,7 +148,7 @@ class HistoryRecorder {
   RecorderOptions options_;
   int64_t page_size_;
   ExitedLookup exited_lookup_;
-  bool task_cache_;
+  bool status_precise_;
   uint32_t self_pid_;
   std::unordered_map<uint64_t, Tracked> tracked_;  // by mm address
   std::unordered_map<uint32_t, Quiet> quiet_;      // by pid

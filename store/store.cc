@@ -97,8 +97,9 @@ std::string Store::sql_text(Sql q) {
   switch (q) {
     case kUpsertRun:
       return "INSERT INTO runs (id, host, kernel_release, nr_cpus, batch, "
-             "page_size, rssaudit_version, started_ns, ended_ns, counting) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+             "page_size, rssaudit_version, started_ns, ended_ns, counting, "
+             "status_precise) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
              "ON CONFLICT (id) DO UPDATE SET ended_ns = excluded.ended_ns";
     case kUpsertProcess:
       return "INSERT INTO processes (id, run_id, pid, start_ticks, comm, "
@@ -352,6 +353,9 @@ Result<void, StoreError> Store::write_batch() {
     q.bind(8, run_.started_ns);
     q.bind_optional(9, run_ended_ns_);
     q.bind_text(10, run_.counting);
+    q.bind_optional(11, run_.status_precise
+                            ? std::optional<int64_t>(*run_.status_precise)
+                            : std::nullopt);
     if (s = db_->run(q, what); !s) return s;
   }
   for (int64_t id : dirty_processes_) {

@@ -139,7 +139,8 @@ Result<std::vector<RunSummary>, StoreError> StoreReader::list_runs() {
   return rows(
       "SELECT r.id, r.host, r.kernel_release, r.nr_cpus, r.batch, "
       "r.page_size, r.rssaudit_version, r.started_ns, r.ended_ns, "
-      "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), r.counting "
+      "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), r.counting, "
+      "r.status_precise "
       "FROM runs r ORDER BY r.id",
       [](Statement&) {},
       [](const Statement& q) {
@@ -155,6 +156,8 @@ Result<std::vector<RunSummary>, StoreError> StoreReader::list_runs() {
         r.ended_ns = q.column_optional(8);
         r.processes = q.column_int(9);
         r.info.counting = q.column_text(10);
+        if (const auto precise = q.column_optional(11))
+          r.info.status_precise = *precise != 0;
         return r;
       });
 }

@@ -30,6 +30,9 @@ struct RunInfo {
   // kCountingPercpu, or kCountingTaskCache: a kernel before 6.2, whose
   // every reader (status and statm too) shows the atomics only.
   std::string counting{kCountingPercpu};
+  // Whether status and statm read the precise RSS, as rssauditd measured
+  // it at start (sampler/reader_probe.h); empty: not measured.
+  std::optional<bool> status_precise{};
   int64_t page_size = 0;  // bytes
   std::string rssaudit_version{};
   int64_t started_ns = 0;

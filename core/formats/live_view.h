@@ -25,6 +25,9 @@ struct DaemonHealth {
   // How the kernel counts RSS: "percpu_counter" (6.2+) or "task_cache"
   // (before: every reader, status too, sees the atomics only).
   std::string counting{"percpu_counter"};
+  // Whether status and statm read the precise RSS, measured at start;
+  // empty: the probe could not tell.
+  std::optional<bool> status_precise;
   int64_t page_size = 4096;
   uint64_t events = 0;      // capture records consumed since start
   double events_per_s = 0;  // over the last sampling interval

@@ -96,6 +96,11 @@ class ObjectReader {
     return real(key);
   }
 
+  std::optional<bool> optional_boolean(const char* key) const {
+    if (at(key).is_null()) return std::nullopt;
+    return boolean(key);
+  }
+
   bool boolean(const char* key) const {
     const json& v = at(key);
     if (!v.is_boolean())
@@ -124,6 +129,7 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.nr_cpus = r.integer<uint32_t>("nr_cpus");
   h.batch = r.integer<int32_t>("batch");
   h.counting = r.string("counting");
+  h.status_precise = r.optional_boolean("status_precise");
   h.page_size = r.integer<int64_t>("page_size");
   h.events = r.integer<uint64_t>("events");
   h.events_per_s = r.real("events_per_s");
@@ -188,6 +194,8 @@ json health_to_json(const DaemonHealth& h) {
       {"nr_cpus", h.nr_cpus},
       {"batch", h.batch},
       {"counting", h.counting},
+      {"status_precise",
+       h.status_precise ? json(*h.status_precise) : json(nullptr)},
       {"page_size", h.page_size},
       {"events", h.events},
       {"events_per_s", number_or_null(h.events_per_s)},

@@ -117,7 +117,7 @@ class HistoryRecorderTest : public ::testing::Test {
                               .started_ns = 0});
     // The host's quiet processes are left out but where a test asks.
     recorder_ = std::make_unique<HistoryRecorder>(*store_, sampler_, quiet(0),
-                                                  4096, false);
+                                                  4096, true);
     pipeline_.set_exit_hook(
         [this](AuditPipeline::LiveMm& mm) { recorder_->on_exit(mm, now_); });
   }
@@ -493,6 +493,29 @@ TEST_F(HistoryRecorderTest, AQuietProcessIsSampledFromProcUntilItUpdates) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 3);
 }
 
+// Where status reads what stat reads (before 6.2, or 6.2-6.15 without the
+// change that made it sum the slots: measured at start), a quiet process's
+// samples hold no precise value and its drift is unknown, never 0.
+TEST_F(HistoryRecorderTest, WhereStatusIsNotPreciseAQuietDriftIsUnknown) {
+  Child child(Child::kWaiting);
+  child.wait_until_asleep();
+  HistoryRecorder recorder(*store_, sampler_, quiet(60, child.pid()), 4096,
+                           false);
+  recorder.sample(pipeline_, 11 * kSecond);
+  const std::vector<LiveProcess> quiet = recorder.quiet_processes(186);
+  ASSERT_EQ(quiet.size(), 1u);
+  EXPECT_FALSE(quiet[0].drift_known());
+  EXPECT_EQ(quiet[0].kernel_rss, static_cast<int64_t>(child.stat().rss));
+  auto reader = flushed_reader();
+  auto procs = reader->processes_with_pid(child.pid());
+  ASSERT_TRUE(procs.has_value() && procs->size() == 1u);
+  auto rows = reader->process_history(procs.value()[0].id, 0, 100 * kSecond);
+  ASSERT_TRUE(rows.has_value() && rows->size() == 1u);
+  EXPECT_TRUE(rows.value()[0].row.stat_rss.has_value());
+  EXPECT_FALSE(rows.value()[0].row.precise[kAnonPages].has_value());
+  EXPECT_FALSE(rows.value()[0].drift.has_value());
+}
+
 // Quiet processes pass the same filters as the others (a quiet one made no
 // update, so --min-updates leaves it out), and --quiet-interval 0 turns
 // their audit off.
@@ -534,7 +557,7 @@ TEST_F(HistoryRecorderTest, QuietProcessesAreSampledABoundedNumberPerTick) {
       std::ofstream(d / f) << read_file(std::string("/proc/self/") + f);
   }
   ProcessSampler sampler(WalkPolicy{}, proc.string());
-  HistoryRecorder recorder(*store_, sampler, quiet(60), 4096, false);
+  HistoryRecorder recorder(*store_, sampler, quiet(60), 4096, true);
   recorder.sample(pipeline_, 11 * kSecond);
   EXPECT_EQ(recorder.stats().quiet_samples, kQuietSamplesPerTick);
   recorder.sample(pipeline_, 12 * kSecond);
