@@ -126,10 +126,12 @@ class Daemon {
       mo.address = options_.metrics_listen.substr(0, colon);
       mo.port = static_cast<uint16_t>(
           std::stoul(options_.metrics_listen.substr(colon + 1)));
-      metrics_ =
-          std::make_unique<MetricsServer>(io_, mo, [this](ExpositionFormat f) {
+      metrics_ = std::make_unique<MetricsServer>(
+          io_, mo,
+          [this](ExpositionFormat f) {
             return render_metrics(view(), metrics_options(), f);
-          });
+          },
+          [this] { return unhealthy(); });
       if (Result<void> started = metrics_->start(); !started) {
         fmt::print(stderr, "rssauditd: metrics endpoint: {}\n",
                    started.error().message);
@@ -145,6 +147,7 @@ class Daemon {
     m.group_by = options_.metrics_group_by == "cgroup" ? GroupBy::kCgroup
                                                        : GroupBy::kComm;
     m.top_n = options_.metrics_top;
+    m.process_series = options_.metrics_processes;
     m.version = RSSAUDIT_VERSION;
     return m;
   }
@@ -156,6 +159,15 @@ class Daemon {
                       double(now - rate_since_ns_);
     rate_since_ns_ = now, rate_events_ = live_.records();
   }
+  // Why /healthz answers 503, or empty: the capture is drained on time.
+  // (A failing history is reported by rssaudit_store_ok: the audit goes on.)
+  std::string unhealthy() const {
+    constexpr uint64_t kStaleNs = 10'000'000'000;
+    const uint64_t since = monotonic_ns() - live_.last_drain_ns();
+    if (since <= kStaleNs) return {};
+    return fmt::format("capture not drained for {:.1f} s", double(since) / 1e9);
+  }
+
   DaemonHealth health() const {
     DaemonHealth h;
     h.time_ns = realtime_ns();

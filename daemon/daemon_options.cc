@@ -107,9 +107,14 @@ void add_options(CLI::App& app, DaemonOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"comm", "cgroup"}));
   app.add_option("--metrics-top", o.metrics_top,
-                 "Processes and groups given their own series")
+                 "Groups given their own series")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1000}));
+  app.add_option("--metrics-processes", o.metrics_processes,
+                 "Processes with the largest drift given their own series "
+                 "(a pid label: 0, none, by default)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{1000}));
 }
 
 // CLI11 takes its argument vector in reverse order.

@@ -38,6 +38,7 @@ struct DaemonOptions {
   std::string metrics_listen;               // "ADDR:PORT"; "": off
   std::string metrics_group_by = "comm";    // or "cgroup"
   size_t metrics_top = 20;
+  size_t metrics_processes = 0;  // per-process series; 0: none
 };
 
 WalkPolicy walk_policy(const DaemonOptions& o);

@@ -21,8 +21,12 @@ using tcp = asio::ip::tcp;
 class MetricsConnection;
 
 struct MetricsServer::State : std::enable_shared_from_this<State> {
-  State(asio::io_context& io, MetricsServerOptions o, Render r)
-      : options(std::move(o)), render(std::move(r)), acceptor(io), retry(io) {}
+  State(asio::io_context& io, MetricsServerOptions o, Render r, Health h)
+      : options(std::move(o)),
+        render(std::move(r)),
+        health(std::move(h)),
+        acceptor(io),
+        retry(io) {}
 
   void accept();
   void on_accept(beast::error_code ec, tcp::socket socket);
@@ -31,6 +35,7 @@ struct MetricsServer::State : std::enable_shared_from_this<State> {
 
   MetricsServerOptions options;
   Render render;
+  Health health;
   tcp::acceptor acceptor;
   asio::steady_timer retry;  // after an accept error such as EMFILE
   uint16_t port = 0;
@@ -118,13 +123,22 @@ class MetricsConnection
     const std::string_view target = std_view(req.target());
     const std::string_view path = target.substr(0, target.find('?'));
     Response res;
-    if (path != "/metrics") {
+    if (path != "/metrics" && path != "/healthz" && path != "/") {
       res = text_response(http::status::not_found, req.version(),
-                          "not found: try /metrics\n");
+                          "not found: try /metrics or /healthz\n");
     } else if (req.method() != http::verb::get) {
       res = text_response(http::status::method_not_allowed, req.version(),
                           "only GET\n");
       res.set(http::field::allow, "GET");
+    } else if (path == "/") {
+      res = text_response(http::status::ok, req.version(),
+                          "rssauditd: /metrics (OpenMetrics, Prometheus "
+                          "text), /healthz\n");
+    } else if (path == "/healthz") {
+      const std::string why = state_->health ? state_->health() : "";
+      res = why.empty() ? text_response(http::status::ok, req.version(), "ok\n")
+                        : text_response(http::status::service_unavailable,
+                                        req.version(), why + "\n");
     } else {
       const auto format = negotiate_format(std_view(req[http::field::accept]));
       try {
@@ -199,9 +213,9 @@ void MetricsServer::State::release(MetricsConnection* c) {
 }
 
 MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options,
-                             Render render)
-    : state_(
-          std::make_shared<State>(io, std::move(options), std::move(render))) {}
+                             Render render, Health health)
+    : state_(std::make_shared<State>(io, std::move(options), std::move(render),
+                                     std::move(health))) {}
 
 MetricsServer::~MetricsServer() { stop(); }
 

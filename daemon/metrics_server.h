@@ -1,8 +1,10 @@
 // The optional metrics endpoint: a small HTTP/1.1 server for Prometheus
 // scrapes on the daemon's own single-threaded io_context. It answers
 // `GET /metrics` by calling the render callback on the loop thread, so the
-// callback may read the daemon's state without locks; other paths get 404,
-// other methods on /metrics 405.
+// callback may read the daemon's state without locks; `GET /healthz` with
+// 200 "ok" or 503 and the health callback's reason (for load balancers and
+// probes); `GET /` with the list of both; other paths 404, other methods
+// 405.
 //
 // It faces the network, so everything is bounded: request size, time per
 // request, number of open connections. Garbage gets a 4xx or a closed socket,
@@ -37,9 +39,12 @@ class MetricsServer {
  public:
   // The scrape body in the format the client negotiated (Accept header).
   using Render = std::function<std::string(ExpositionFormat)>;
+  // Why the daemon is unhealthy now, or empty when it is healthy; called
+  // on the loop thread. None given: always healthy.
+  using Health = std::function<std::string()>;
 
   MetricsServer(boost::asio::io_context& io, MetricsServerOptions options,
-                Render render);
+                Render render, Health health = {});
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
   ~MetricsServer();  // stop()

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -107,10 +108,13 @@ uint64_t magnitude(int64_t v) {
                : static_cast<uint64_t>(v);
 }
 
-// Aggregates of one group of processes.
+// Aggregates of one group of processes, in pages.
 struct Group {
   std::string name;
+  uint64_t known = 0;  // members whose drift is known: the sums are theirs
   int64_t drift = 0;
+  int64_t kernel_rss = 0;
+  int64_t exact_rss = 0;
   uint64_t largest = 0;           // largest |drift| of a member
   int64_t bound = 0;              // 0: no member has one (a kernel before 6.2)
   std::optional<double> ratio{};  // largest |drift| / bound of a member
@@ -125,7 +129,10 @@ struct Group {
     // Without absolute values (joined mid-life, not yet resynced) the
     // drift is unknown: left out, never a made-up number.
     if (!p.drift_known()) return;
+    ++known;
     drift += p.drift();
+    kernel_rss += p.kernel_rss;
+    exact_rss += p.exact_rss;
     largest = std::max(largest, magnitude(p.drift()));
     bound += p.rss_bound;
     if (p.rss_bound > 0) {
@@ -135,7 +142,10 @@ struct Group {
     }
   }
   void fold(const Group& g) {
+    known += g.known;
     drift += g.drift;
+    kernel_rss += g.kernel_rss;
+    exact_rss += g.exact_rss;
     largest = std::max(largest, g.largest);
     bound += g.bound;
     if (g.ratio) ratio = std::max(ratio.value_or(*g.ratio), *g.ratio);
@@ -150,18 +160,24 @@ std::optional<double> fidelity(uint64_t checked, uint64_t matched) {
   return static_cast<double>(matched) / static_cast<double>(checked);
 }
 
+// The comm or cgroup a process is grouped under, as rendered; empty while
+// the daemon has not read it (such a process is in no group).
+std::string group_key(const LiveProcess& p, const MetricsOptions& options) {
+  // Keyed as rendered: two names that differ only in invalid bytes are one
+  // label value, so they must be one group.
+  return valid_utf8(options.group_by == GroupBy::kComm ? p.comm : p.cgroup);
+}
+
 // The top_n groups by largest |drift| (ties by name, so scrapes are stable),
 // then, if any group was left, their fold.
 std::vector<Group> ranked_groups(const LiveView& view,
                                  const MetricsOptions& options) {
   std::map<std::string, Group> by_name;
   for (const auto& p : view.processes) {
-    // Keyed as rendered: two names that differ only in invalid bytes are
-    // one label value, so they must be one group.
-    const auto key =
-        valid_utf8(options.group_by == GroupBy::kComm ? p.comm : p.cgroup);
+    std::string key = group_key(p, options);
+    if (key.empty()) continue;
     auto& g = by_name[key];
-    g.name = key;
+    g.name = std::move(key);
     g.add(p);
   }
   std::vector<Group> groups;
@@ -177,22 +193,22 @@ std::vector<Group> ranked_groups(const LiveView& view,
   return groups;
 }
 
-// The top_n processes by |drift| among those with absolute values, one
-// series set each. A (pid, comm) seen
-// twice (an exec caught between its old and new mm) keeps its larger drift:
-// two series with one label set would fail the whole scrape.
+// The process_series processes by |drift| among those with absolute values,
+// one series set each; none unless asked (a pid label churns series). A
+// (pid, comm) seen twice (an exec caught between its old and new mm) keeps
+// its larger drift: two series with one label set would fail the scrape.
 std::vector<const LiveProcess*> ranked_processes(
     const LiveView& view, const MetricsOptions& options) {
   std::vector<const LiveProcess*> all;
   for (const auto& p : view.processes)
-    if (p.drift_known()) all.push_back(&p);  // else the drift is unknown
+    if (p.drift_known() && !p.comm.empty()) all.push_back(&p);
   std::stable_sort(all.begin(), all.end(), [](auto* a, auto* b) {
     return magnitude(a->drift()) > magnitude(b->drift());
   });
   std::vector<const LiveProcess*> top;
   std::set<std::pair<uint32_t, std::string_view>> seen;
   for (auto* p : all) {
-    if (top.size() >= options.top_n) break;
+    if (top.size() >= options.process_series) break;
     if (seen.emplace(p->pid, p->comm).second) top.push_back(p);
   }
   return top;
@@ -215,22 +231,36 @@ void add(Family& f, const Labels& labels, std::string value) {
   f.samples.emplace_back(render_labels(labels), std::move(value));
 }
 
+// Memory as Prometheus wants it, in bytes: `pages` of `page_size`.
+std::string bytes(int64_t pages, int64_t page_size) {
+  return number(pages * page_size);
+}
+std::string bytes(uint64_t pages, int64_t page_size) {
+  return number(pages * static_cast<uint64_t>(page_size));
+}
+
 void add_groups(Builder& b, const LiveView& view,
                 const MetricsOptions& options) {
+  const int64_t page = view.health.page_size;
   const auto groups = ranked_groups(view, options);
   const std::string_view key =
       options.group_by == GroupBy::kComm ? "comm" : "cgroup";
-  auto& drift = b.family("rssaudit_group_drift_pages", Type::kGauge, "pages",
-                         "Summed kernel approximate minus exact RSS of the "
-                         "group's processes.");
+  auto& drift = b.family("rssaudit_group_drift_bytes", Type::kGauge, "bytes",
+                         "Summed approximate minus exact RSS of the group's "
+                         "processes whose drift is known (absent if none).");
+  auto& kernel =
+      b.family("rssaudit_group_kernel_rss_bytes", Type::kGauge, "bytes",
+               "Summed RSS of the same processes as the kernel's "
+               "approximate readers (stat, ru_maxrss) show it.");
+  auto& exact = b.family("rssaudit_group_exact_rss_bytes", Type::kGauge,
+                         "bytes", "Summed exact RSS of the same processes.");
   auto& largest =
-      b.family("rssaudit_group_largest_drift_pages", Type::kGauge, "pages",
+      b.family("rssaudit_group_largest_drift_bytes", Type::kGauge, "bytes",
                "Largest absolute drift of a process in the group.");
   auto& bound =
-      b.family("rssaudit_group_rss_bound_pages", Type::kGauge, "pages",
-               "Summed RSS bound of the group's processes: 3 "
-               "counters x CPUs x (batch - 1) each (absent before "
-               "Linux 6.2: no bound).");
+      b.family("rssaudit_group_rss_bound_bytes", Type::kGauge, "bytes",
+               "Summed RSS bound of the same processes: 3 counters x CPUs x "
+               "(batch - 1) pages each (absent before Linux 6.2: no bound).");
   auto& ratio =
       b.family("rssaudit_group_drift_to_rss_bound_ratio", Type::kGauge, "",
                "Largest absolute drift over its RSS bound of a "
@@ -246,9 +276,13 @@ void add_groups(Builder& b, const LiveView& view,
     // The fold is told apart from a real group that happens to be named
     // "other" by one more label; otherwise the two would collide.
     if (i >= options.top_n) labels.emplace_back("folded", "true");
-    add(drift, labels, number(g.drift));
-    add(largest, labels, number(g.largest));
-    if (g.bound > 0) add(bound, labels, number(g.bound));
+    if (g.known > 0) {
+      add(drift, labels, bytes(g.drift, page));
+      add(kernel, labels, bytes(g.kernel_rss, page));
+      add(exact, labels, bytes(g.exact_rss, page));
+      add(largest, labels, bytes(g.largest, page));
+    }
+    if (g.bound > 0) add(bound, labels, bytes(g.bound, page));
     if (g.ratio) add(ratio, labels, number(*g.ratio));
     if (auto f = fidelity(g.checked, g.matched)) add(fid, labels, number(*f));
     add(count, labels, number(g.processes));
@@ -257,33 +291,59 @@ void add_groups(Builder& b, const LiveView& view,
 
 void add_processes(Builder& b, const LiveView& view,
                    const MetricsOptions& options) {
-  auto& drift = b.family("rssaudit_process_drift_pages", Type::kGauge, "pages",
-                         "Kernel approximate minus exact RSS, for the "
-                         "processes with the largest absolute drift.");
+  const int64_t page = view.health.page_size;
+  auto& drift =
+      b.family("rssaudit_process_drift_bytes", Type::kGauge, "bytes",
+               "Approximate minus exact RSS, for the processes with the "
+               "largest absolute drift (--metrics-processes).");
   auto& bound =
-      b.family("rssaudit_process_rss_bound_pages", Type::kGauge, "pages",
+      b.family("rssaudit_process_rss_bound_bytes", Type::kGauge, "bytes",
                "The kernel's RSS bound on the drift: 3 counters x "
-               "CPUs x (batch - 1) (absent before Linux 6.2: no "
+               "CPUs x (batch - 1) pages (absent before Linux 6.2: no "
                "bound).");
-  auto& exact = b.family("rssaudit_process_exact_rss_pages", Type::kGauge,
-                         "pages", "RSS from the audited update stream.");
+  auto& kernel =
+      b.family("rssaudit_process_kernel_rss_bytes", Type::kGauge, "bytes",
+               "RSS as the kernel's approximate readers show it.");
+  auto& exact = b.family("rssaudit_process_exact_rss_bytes", Type::kGauge,
+                         "bytes", "RSS from the audited update stream.");
   auto& fid = b.family("rssaudit_process_fidelity_ratio", Type::kGauge, "",
                        "Share of checks at which the model of the kernel's "
                        "own scheme equalled the kernel count.");
   for (const auto* p : ranked_processes(view, options)) {
     const Labels labels{{"pid", number(uint64_t{p->pid})}, {"comm", p->comm}};
-    add(drift, labels, number(p->drift()));
-    if (p->rss_bound > 0) add(bound, labels, number(p->rss_bound));
-    add(exact, labels, number(p->exact_rss));
+    add(drift, labels, bytes(p->drift(), page));
+    if (p->rss_bound > 0) add(bound, labels, bytes(p->rss_bound, page));
+    add(kernel, labels, bytes(p->kernel_rss, page));
+    add(exact, labels, bytes(p->exact_rss, page));
     if (auto f = fidelity(p->fidelity_checked, p->fidelity_matched)) {
       add(fid, labels, number(*f));
     }
   }
 }
 
+// Per counting scheme, the largest error of a counter any live audited
+// process has seen: what each scheme's readers would have been off by.
+void add_schemes(Builder& b, const LiveView& view) {
+  auto& error = b.family(
+      "rssaudit_scheme_largest_error_bytes", Type::kGauge, "bytes",
+      "Largest |approximate - exact| of one counter under each counting "
+      "scheme, over the audited processes (docs/counters.md).");
+  std::array<std::optional<int64_t>, SchemeSet::kCount> largest{};
+  for (const LiveProcess& p : view.processes) {
+    if (p.quiet) continue;  // no model ran for it
+    for (size_t i = 0; i < SchemeSet::kCount; ++i)
+      largest[i] = std::max(largest[i].value_or(0), p.largest_error[i]);
+  }
+  for (size_t i = 0; i < SchemeSet::kCount; ++i)
+    if (largest[i])
+      add(error, {{"scheme", std::string(SchemeSet::kNames[i])}},
+          bytes(*largest[i], view.health.page_size));
+}
+
 void add_health(Builder& b, const LiveView& view,
                 const MetricsOptions& options) {
   const auto& h = view.health;
+  const int64_t page = h.page_size;
   const Labels none;
   add(b.family("rssaudit_events", Type::kCounter, "",
                "Records consumed from the capture since the daemon started."),
@@ -292,8 +352,8 @@ void add_health(Builder& b, const LiveView& view,
                "Records consumed per second over the last sampling "
                "interval."),
       none, number(h.events_per_s));
-  add(b.family("rssaudit_ring_drops", Type::kCounter, "",
-               "Records lost in capture (a full per-CPU stream)."),
+  add(b.family("rssaudit_capture_drops", Type::kCounter, "",
+               "Records lost in capture: a CPU's stream was full."),
       none, number(h.drops));
   add(b.family("rssaudit_ambiguous_updates", Type::kCounter, "",
                "Updates flagged as ambiguous instead of guessed."),
@@ -328,21 +388,28 @@ void add_health(Builder& b, const LiveView& view,
                "Processes audited from /proc alone: no RSS update since "
                "the capture started."),
       none, number(h.quiet_processes));
-  add(b.family("rssaudit_host_kernel_rss_pages", Type::kGauge, "pages",
+  uint64_t ungrouped = 0;
+  for (const LiveProcess& p : view.processes)
+    ungrouped += group_key(p, options).empty() ? 1 : 0;
+  add(b.family("rssaudit_ungrouped_processes", Type::kGauge, "",
+               "Audited processes in no group: their comm (or cgroup) not "
+               "read yet."),
+      none, number(ungrouped));
+  add(b.family("rssaudit_host_kernel_rss_bytes", Type::kGauge, "bytes",
                "Summed RSS as the kernel's approximate readers see it, of "
                "the processes whose drift is known."),
-      none, number(h.host_kernel_rss));
-  add(b.family("rssaudit_host_exact_rss_pages", Type::kGauge, "pages",
+      none, bytes(h.host_kernel_rss, page));
+  add(b.family("rssaudit_host_exact_rss_bytes", Type::kGauge, "bytes",
                "Summed exact RSS of the same processes."),
-      none, number(h.host_exact_rss));
+      none, bytes(h.host_exact_rss, page));
   add(b.family("rssaudit_host_drift_known_processes", Type::kGauge, "",
                "Processes in those sums."),
       none, number(h.host_processes_known));
   if (h.host_worst_case > 0)
-    add(b.family("rssaudit_host_worst_case_drift_pages", Type::kGauge, "pages",
+    add(b.family("rssaudit_host_worst_case_drift_bytes", Type::kGauge, "bytes",
                  "Summed RSS bound of every audited process: how far the "
                  "readers' host total could be off (absent before 6.2)."),
-        none, number(h.host_worst_case));
+        none, bytes(h.host_worst_case, page));
   add(b.family("rssaudit_audited_processes", Type::kGauge, "",
                "Processes in this snapshot, before the top-N cut."),
       none, number(uint64_t{view.processes.size()}));
@@ -353,7 +420,7 @@ void add_health(Builder& b, const LiveView& view,
                "Time since the daemon started."),
       none, number(h.uptime_s));
   add(b.family("rssaudit_page_size_bytes", Type::kGauge, "bytes",
-               "Bytes per page: the unit of every _pages metric."),
+               "Bytes per page of the audited kernel."),
       none, number(h.page_size));
   add(b.family("rssaudit_cpus", Type::kGauge, "",
                "CPUs of the host, as the kernel counts them."),
@@ -375,6 +442,7 @@ std::deque<Family> build(const LiveView& view, const MetricsOptions& options) {
   add_health(b, view, options);
   add_groups(b, view, options);
   add_processes(b, view, options);
+  add_schemes(b, view);
   return b.families();
 }
 

@@ -5,11 +5,11 @@
 // `x`, sample `x_total`) as "no help text", while Prometheus 2.42 itself asks
 // for OpenMetrics first.
 //
-// Label cardinality is bounded: at most top_n groups (the rest folded into one
-// "other" group) and top_n per-process series, whatever the host runs.
-// Memory amounts are pages (the metric names end in `_pages`); the page size
-// is exported in bytes. A value the snapshot does not know is left out, never
-// rendered as zero.
+// Prometheus' conventions: memory in bytes (names end in `_bytes`), counters
+// sampled as `_total`. Label cardinality is bounded: at most top_n groups
+// (the rest folded into one "other" group), and per-process series (a pid
+// label churns series) only when asked, at most process_series. A value the
+// snapshot does not know is left out, never rendered as zero.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,8 @@ enum class GroupBy { kComm, kCgroup };
 
 struct MetricsOptions {
   GroupBy group_by = GroupBy::kComm;
-  size_t top_n = 20;      // groups, and processes with their own series
+  size_t top_n = 20;          // groups with their own series
+  size_t process_series = 0;  // processes with their own series; 0: none
   std::string version{};  // rssaudit's, for rssaudit_build_info
 };
 

@@ -126,7 +126,7 @@ TEST(MetricsPrometheus, RealPrometheusScrapesOurEndpointOnLoopback) {
   testing::ServerOnLoop server({}, [&](ExpositionFormat f) {
     asked_openmetrics =
         asked_openmetrics || f == ExpositionFormat::kOpenMetrics;
-    return render_metrics(view(), {}, f);
+    return render_metrics(view(), {.process_series = 5}, f);
   });
   ASSERT_EQ(server.start_error(), "");
   {
@@ -143,7 +143,7 @@ TEST(MetricsPrometheus, RealPrometheusScrapesOurEndpointOnLoopback) {
       }
       if (up) {
         live_mms = prom.api("/api/v1/query?query=rssaudit_live_mms");
-        drift = prom.api("/api/v1/query?query=rssaudit_process_drift_pages");
+        drift = prom.api("/api/v1/query?query=rssaudit_process_drift_bytes");
         if (live_mms.is_object() && !live_mms["result"].empty() &&
             drift.is_object() && !drift["result"].empty()) {
           break;
@@ -158,7 +158,7 @@ TEST(MetricsPrometheus, RealPrometheusScrapesOurEndpointOnLoopback) {
     ASSERT_FALSE(drift["result"].empty());
     EXPECT_EQ(drift["result"][0]["metric"]["comm"], kWeirdComm);
     EXPECT_EQ(drift["result"][0]["metric"]["pid"], "7");
-    EXPECT_EQ(drift["result"][0]["value"][1], "9");
+    EXPECT_EQ(drift["result"][0]["value"][1], std::to_string(9 * 4096));
   }
   // Measured, not assumed: Prometheus 2.42 negotiates OpenMetrics.
   EXPECT_TRUE(asked_openmetrics);

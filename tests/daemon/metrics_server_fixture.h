@@ -18,15 +18,18 @@ class ServerOnLoop {
  public:
   // Starts the server before the loop runs (allowed: nothing else touches
   // it yet); start_error() says why when it failed.
-  ServerOnLoop(MetricsServerOptions options, MetricsServer::Render render)
-      : server_(io_, std::move(options),
-                [this, render = std::move(render)](ExpositionFormat f) {
-                  if (std::this_thread::get_id() != loop_id_) {
-                    off_loop_renders_ = true;
-                  }
-                  ++renders_;
-                  return render(f);
-                }) {
+  ServerOnLoop(MetricsServerOptions options, MetricsServer::Render render,
+               MetricsServer::Health health = {})
+      : server_(
+            io_, std::move(options),
+            [this, render = std::move(render)](ExpositionFormat f) {
+              if (std::this_thread::get_id() != loop_id_) {
+                off_loop_renders_ = true;
+              }
+              ++renders_;
+              return render(f);
+            },
+            std::move(health)) {
     if (Result<void> started = server_.start(); !started)
       start_error_ = started.error().message;
     loop_ = std::thread([this] {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,31 @@ TEST(MetricsServer, AnswersGetMetricsInTheNegotiatedFormatOnTheLoopThread) {
 
 TEST(MetricsServer, UnknownPathIs404) {
   ServerOnLoop s({}, body_for);
-  const auto r = http_request(s.port(), http::verb::get, "/");
+  const auto r = http_request(s.port(), http::verb::get, "/metricz");
   ASSERT_FALSE(r.ec) << r.ec.message();
   EXPECT_EQ(r.response.result(), http::status::not_found);
+  EXPECT_EQ(s.renders(), 0);
+}
+
+// /healthz for probes: 200 "ok", or 503 with the daemon's reason; / lists
+// both. Neither renders the metrics.
+TEST(MetricsServer, HealthzSaysWhyAndTheIndexListsThePaths) {
+  std::atomic<bool> sick = false;
+  ServerOnLoop s({}, body_for, [&]() -> std::string {
+    return sick ? "capture not drained for 12.0 s" : "";
+  });
+  auto r = http_request(s.port(), http::verb::get, "/healthz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.response.result(), http::status::ok);
+  EXPECT_EQ(r.response.body(), "ok\n");
+  sick = true;
+  r = http_request(s.port(), http::verb::get, "/healthz");
+  EXPECT_EQ(r.response.result(), http::status::service_unavailable);
+  EXPECT_EQ(r.response.body(), "capture not drained for 12.0 s\n");
+  r = http_request(s.port(), http::verb::get, "/");
+  EXPECT_EQ(r.response.result(), http::status::ok);
+  EXPECT_NE(r.response.body().find("/metrics"), std::string::npos);
+  EXPECT_NE(r.response.body().find("/healthz"), std::string::npos);
   EXPECT_EQ(s.renders(), 0);
 }
 

@@ -205,6 +205,7 @@ TEST(ExampleConfig, EveryShownValueIsTheDefault) {
   EXPECT_EQ(o.socket, d.socket);
   EXPECT_EQ(o.metrics_group_by, d.metrics_group_by);
   EXPECT_EQ(o.metrics_top, d.metrics_top);
+  EXPECT_EQ(o.metrics_processes, d.metrics_processes);
   // The settings shown empty (no default value) are unset by default.
   EXPECT_TRUE(o.recorder.comm.empty());
   EXPECT_TRUE(o.walk.empty());

@@ -72,10 +72,11 @@ size_t count_lines_starting(const std::string& text, const std::string& head) {
 TEST(OpenMetrics, EscapesQuotesBackslashesAndNewlinesInLabelValues) {
   LiveView v = sample_view();
   v.processes = {process(7, "a\"b\\c\nd e", 9)};
-  const auto om = render_openmetrics(v, {});
-  EXPECT_TRUE(contains(
-      om,
-      "rssaudit_process_drift_pages{pid=\"7\",comm=\"a\\\"b\\\\c\\nd e\"} 9\n"))
+  const auto om = render_openmetrics(v, {.process_series = 20});
+  EXPECT_TRUE(
+      contains(om,
+               "rssaudit_process_drift_bytes{pid=\"7\",comm=\"a\\\"b\\\\c\\nd "
+               "e\"} 36864\n"))
       << om;
   EXPECT_TRUE(
       contains(om, "rssaudit_group_processes{comm=\"a\\\"b\\\\c\\nd e\"} 1\n"));
@@ -100,11 +101,17 @@ TEST(OpenMetrics, NamesEqualOnceRenderedAreOneGroup) {
 
 TEST(OpenMetrics, GroupsByCommWithSumsAndLargestDrift) {
   const auto om = render_openmetrics(sample_view(), {});
-  EXPECT_TRUE(contains(om, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"));
+  // In bytes, pages of the health's 4 KiB.
   EXPECT_TRUE(
-      contains(om, "rssaudit_group_largest_drift_pages{comm=\"sshd\"} 40\n"));
+      contains(om, "rssaudit_group_drift_bytes{comm=\"sshd\"} -143360\n"));
+  EXPECT_TRUE(contains(
+      om, "rssaudit_group_largest_drift_bytes{comm=\"sshd\"} 163840\n"));
   EXPECT_TRUE(
-      contains(om, "rssaudit_group_rss_bound_pages{comm=\"sshd\"} 1512\n"));
+      contains(om, "rssaudit_group_rss_bound_bytes{comm=\"sshd\"} 6193152\n"));
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_kernel_rss_bytes{comm=\"sshd\"} 8048640\n"));
+  EXPECT_TRUE(
+      contains(om, "rssaudit_group_exact_rss_bytes{comm=\"sshd\"} 8192000\n"));
   EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"sshd\"} 2\n"));
   EXPECT_TRUE(
       contains(om, "rssaudit_group_fidelity_ratio{comm=\"sshd\"} 0.9\n"));
@@ -129,7 +136,7 @@ TEST(OpenMetrics, FoldsGroupsBeyondTopNIntoOther) {
   LiveView v = sample_view();
   // A real group named "other" must not collide with the fold.
   v.processes.push_back(process(14, "other", 100));
-  const auto om = render_openmetrics(v, {.top_n = 2});
+  const auto om = render_openmetrics(v, {.top_n = 2, .process_series = 2});
   EXPECT_EQ(count_lines_starting(om, "rssaudit_group_processes{"), 3u) << om;
   EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"other\"} 1\n"));
   EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"sshd\"} 2\n"));
@@ -137,14 +144,15 @@ TEST(OpenMetrics, FoldsGroupsBeyondTopNIntoOther) {
   EXPECT_TRUE(contains(
       om, "rssaudit_group_processes{comm=\"other\",folded=\"true\"} 2\n"));
   EXPECT_TRUE(contains(
-      om, "rssaudit_group_drift_pages{comm=\"other\",folded=\"true\"} 4\n"));
+      om,
+      "rssaudit_group_drift_bytes{comm=\"other\",folded=\"true\"} 16384\n"));
   EXPECT_TRUE(contains(om,
-                       "rssaudit_group_largest_drift_pages{comm=\"other\","
-                       "folded=\"true\"} 3\n"));
-  // Per-process series: only the two largest |drift|.
-  EXPECT_EQ(count_lines_starting(om, "rssaudit_process_drift_pages{"), 2u);
-  EXPECT_TRUE(contains(om, "{pid=\"14\",comm=\"other\"} 100\n"));
-  EXPECT_TRUE(contains(om, "{pid=\"11\",comm=\"sshd\"} -40\n"));
+                       "rssaudit_group_largest_drift_bytes{comm=\"other\","
+                       "folded=\"true\"} 12288\n"));
+  // Per-process series, as asked: only the two largest |drift|.
+  EXPECT_EQ(count_lines_starting(om, "rssaudit_process_drift_bytes{"), 2u);
+  EXPECT_TRUE(contains(om, "{pid=\"14\",comm=\"other\"} 409600\n"));
+  EXPECT_TRUE(contains(om, "{pid=\"11\",comm=\"sshd\"} -163840\n"));
 }
 
 TEST(OpenMetrics, NoFoldWhenGroupsFitInTopN) {
@@ -160,8 +168,9 @@ TEST(OpenMetrics, LeavesOutDriftOfProcessesWithoutAbsoluteValues) {
   LiveProcess joined = process(14, "sshd", 90000);
   joined.from_zero = false;
   v.processes.push_back(joined);
-  const std::string text = render_openmetrics(v, MetricsOptions{});
-  EXPECT_TRUE(contains(text, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"))
+  const std::string text = render_openmetrics(v, {.process_series = 20});
+  EXPECT_TRUE(
+      contains(text, "rssaudit_group_drift_bytes{comm=\"sshd\"} -143360\n"))
       << text;
   EXPECT_TRUE(contains(text, "rssaudit_group_processes{comm=\"sshd\"} 3\n"));
   EXPECT_FALSE(contains(text, "pid=\"14\""));
@@ -174,10 +183,59 @@ TEST(OpenMetrics, LeavesOutDriftWhileAKernelCountIsUnknown) {
   LiveProcess partial = process(14, "sshd", -90000);
   partial.kernel_known = false;
   v.processes.push_back(partial);
-  const std::string text = render_openmetrics(v, MetricsOptions{});
-  EXPECT_TRUE(contains(text, "rssaudit_group_drift_pages{comm=\"sshd\"} -35\n"))
+  const std::string text = render_openmetrics(v, {.process_series = 20});
+  EXPECT_TRUE(
+      contains(text, "rssaudit_group_drift_bytes{comm=\"sshd\"} -143360\n"))
       << text;
   EXPECT_FALSE(contains(text, "pid=\"14\""));
+}
+
+// A group none of whose processes has a known drift has no drift series
+// (never 0); processes not named yet are in no group (no comm=""), counted.
+TEST(OpenMetrics, AGroupWithoutAKnownDriftHasNoDriftAndUnnamedAreApart) {
+  LiveView v = sample_view();
+  LiveProcess joined = process(14, "cc1plus", 500);
+  joined.from_zero = false;
+  v.processes.push_back(joined);
+  v.processes.push_back(process(15, "", 2));
+  const std::string om = render_openmetrics(v, {});
+  EXPECT_TRUE(contains(om, "rssaudit_group_processes{comm=\"cc1plus\"} 1\n"))
+      << om;
+  EXPECT_FALSE(contains(om, "rssaudit_group_drift_bytes{comm=\"cc1plus\"}"));
+  EXPECT_FALSE(contains(om, "comm=\"\""));
+  EXPECT_TRUE(contains(om, "\nrssaudit_ungrouped_processes 1\n"));
+}
+
+// No per-process series unless asked: a pid label makes a new series of
+// every short-lived process.
+TEST(OpenMetrics, PerProcessSeriesOnlyWhenAsked) {
+  EXPECT_FALSE(
+      contains(render_openmetrics(sample_view(), {}), "rssaudit_process_"));
+  EXPECT_EQ(count_lines_starting(
+                render_openmetrics(sample_view(), {.process_series = 3}),
+                "rssaudit_process_drift_bytes{"),
+            3u);
+}
+
+// Each scheme's largest error of a counter over the audited processes (not
+// the quiet ones, for which no model ran), in bytes.
+TEST(OpenMetrics, PerSchemeLargestErrors) {
+  LiveView v = sample_view();
+  v.processes[0].largest_error[0] = 31;
+  v.processes[1].largest_error[0] = 12;
+  v.processes[1].largest_error[2] = 70;
+  LiveProcess quiet = process(16, "idle", 0);
+  quiet.quiet = true;
+  quiet.largest_error[2] = 999;
+  v.processes.push_back(quiet);
+  const std::string om = render_openmetrics(v, {});
+  EXPECT_TRUE(contains(
+      om, "rssaudit_scheme_largest_error_bytes{scheme=\"upstream\"} 126976\n"))
+      << om;
+  EXPECT_TRUE(contains(
+      om, "rssaudit_scheme_largest_error_bytes{scheme=\"per_task\"} 286720\n"));
+  EXPECT_TRUE(contains(
+      om, "rssaudit_scheme_largest_error_bytes{scheme=\"per_cpu\"} 0\n"));
 }
 
 TEST(OpenMetrics, OmitsBpfCostWhenUnknown) {
@@ -201,25 +259,27 @@ TEST(OpenMetrics, OmitsFidelityWhenNothingWasChecked) {
 TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
   LiveView v = sample_view();
   v.health.store_error = "disk full";
-  const auto om = render_openmetrics(v, {.version = "0.1.0"});
+  const auto om =
+      render_openmetrics(v, {.process_series = 20, .version = "0.1.0"});
   EXPECT_TRUE(contains(om,
                        "# TYPE rssaudit_events counter\n"
                        "rssaudit_events_total 12345\n"))
       << om;
-  EXPECT_TRUE(contains(om, "\nrssaudit_ring_drops_total 7\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_capture_drops_total 7\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_ambiguous_updates_total 2\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_events_per_second 250.5\n"));
   EXPECT_TRUE(contains(om,
                        "# UNIT rssaudit_lag_seconds seconds\n"
                        "rssaudit_lag_seconds 0.01\n"));
-  EXPECT_TRUE(contains(om, "# UNIT rssaudit_group_drift_pages pages\n"));
+  EXPECT_TRUE(contains(om, "# UNIT rssaudit_group_drift_bytes bytes\n"));
+  EXPECT_FALSE(contains(om, "_pages")) << "base units: bytes";
   EXPECT_TRUE(contains(om, "\nrssaudit_fidelity_ratio 0.99\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_live_mms 42\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_quiet_processes 5\n"));
-  EXPECT_TRUE(contains(om, "\nrssaudit_host_kernel_rss_pages 1000\n"));
-  EXPECT_TRUE(contains(om, "\nrssaudit_host_exact_rss_pages 990\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_host_kernel_rss_bytes 4096000\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_host_exact_rss_bytes 4055040\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_host_drift_known_processes 3\n"));
-  EXPECT_FALSE(contains(om, "rssaudit_host_worst_case_drift_pages")) << om;
+  EXPECT_FALSE(contains(om, "rssaudit_host_worst_case_drift")) << om;
   EXPECT_TRUE(contains(om, "\nrssaudit_store_ok 0\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_page_size_bytes 4096\n"));
   EXPECT_TRUE(contains(om, "# TYPE rssaudit_build info\n"));
@@ -228,7 +288,7 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
                        "\nrssaudit_host_info{host=\"box\",kernel_release="
                        "\"6.1.0\",counting=\"percpu_counter\"} 1\n"))
       << om;
-  EXPECT_TRUE(contains(om, "\nrssaudit_process_rss_bound_pages{"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_process_rss_bound_bytes{"));
 }
 
 // Before 6.2 no bound holds a thread's cache in time: no bound series, never
@@ -237,13 +297,13 @@ TEST(OpenMetrics, AKernelWithPerTaskCachesHasNoBoundSeries) {
   LiveView v = sample_view();
   v.health.counting = "task_cache";
   for (LiveProcess& p : v.processes) p.rss_bound = 0;
-  const auto om = render_openmetrics(v, {});
-  EXPECT_FALSE(contains(om, "\nrssaudit_process_rss_bound_pages{")) << om;
-  EXPECT_FALSE(contains(om, "\nrssaudit_group_rss_bound_pages{")) << om;
+  const auto om = render_openmetrics(v, {.process_series = 20});
+  EXPECT_FALSE(contains(om, "\nrssaudit_process_rss_bound_bytes{")) << om;
+  EXPECT_FALSE(contains(om, "\nrssaudit_group_rss_bound_bytes{")) << om;
   EXPECT_FALSE(contains(om, "\nrssaudit_group_drift_to_rss_bound_ratio{"))
       << om;
   EXPECT_TRUE(contains(om, "counting=\"task_cache\"} 1\n")) << om;
-  EXPECT_TRUE(contains(om, "\nrssaudit_process_drift_pages{")) << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_process_drift_bytes{")) << om;
 }
 
 TEST(OpenMetrics, EndsWithOneEofLine) {
@@ -301,8 +361,10 @@ TEST(PrometheusText, PassesPromtoolCheckMetrics) {
   for (auto group_by : {GroupBy::kComm, GroupBy::kCgroup}) {
     const auto path = std::filesystem::temp_directory_path() /
                       ("rssaudit-promtool-" + std::to_string(getpid()));
-    std::ofstream(path) << render_prometheus_text(
-        v, {.group_by = group_by, .top_n = 2, .version = "0.1.0"});
+    std::ofstream(path) << render_prometheus_text(v, {.group_by = group_by,
+                                                      .top_n = 2,
+                                                      .process_series = 3,
+                                                      .version = "0.1.0"});
     const auto r =
         testing::run_command("promtool check metrics < " + path.string());
     std::filesystem::remove(path);
