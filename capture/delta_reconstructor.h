@@ -379,6 +379,8 @@ class DeltaReconstructor {
   void on_cache_sync(const rss_event& e);
   void on_overtaken_add(Pending& p, MmState& st);
   void push_correction(const rss_event& e, MmState& st, int64_t rest);
+  void push_cache_correction(const rss_event& e, MmState& st, int m,
+                             int64_t delta);
   // Drops a task's state at its exit.
   void forget_task(uint32_t tid);
   // A record of `st` (or of its owner's life) that started at `start_ns`:

@@ -26,7 +26,11 @@ void DeltaReconstructor::on_cache_sync(const rss_event& e) {
   }
   TaskState& task = it->second;
   if (m == 0) ++stats_.syncs;
-  if (task.cache_known && task.cache[m] != e.aux) ++stats_.sync_mismatches;
+  if (task.cache_known && task.cache[m] != e.aux) {
+    ++stats_.sync_mismatches;
+    push_cache_correction(e, mm_state(e, false, start_of(e)), m,
+                          e.aux - task.cache[m]);
+  }
   task.cache[m] = static_cast<int32_t>(e.aux);
   task.sync_pages[m] = static_cast<int32_t>(e.aux);
   if (e.aux && !(task.syncing & bit)) {
@@ -65,7 +69,13 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
     if (it != tasks_.end() && (it->second.syncing >> m & 1)) {
       folding = &it->second;
       fold_pages = folding->sync_pages[m];
-      if (cache_now != fold_pages) ++stats_.sync_mismatches;
+      if (cache_now != fold_pages) {
+        // The kernel folds what its cache holds at the add.
+        ++stats_.sync_mismatches;
+        push_cache_correction(e, st, m, cache_now - fold_pages);
+        fold_pages = cache_now;
+        ambiguous = true;
+      }
       folding->syncing &= static_cast<uint8_t>(~(1u << m));
       --st.folds_announced[m];
     } else if (cache_now != 0 && st.count_known[m] && moved == cache_now &&
@@ -79,6 +89,7 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
                it->second.cache[m] != cache_now) {
       // A cached update or a fold went unseen: the cache is the kernel's.
       ++stats_.sync_mismatches;
+      push_cache_correction(e, st, m, cache_now - it->second.cache[m]);
       it->second.cache[m] = cache_now;
     }
   }
@@ -157,6 +168,28 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   st.count[m] = e.aux;
   st.count_known[m] = true;
   if (e.slot != 0) on_overtaken_add(p, st);
+}
+
+// The task's cache held `delta` pages more than the stream showed (a cached
+// update or a fold went unseen; the kernel's own figure says so): given to
+// the task's cache as an update of its own, flagged, so that the per_task
+// model caches what the kernel caches and the exact value counts the pages.
+void DeltaReconstructor::push_cache_correction(const rss_event& e, MmState& st,
+                                               int m, int64_t delta) {
+  if (delta == 0) return;
+  ++stats_.updates;
+  Pending& p = push(Pending::Type::kUpdate, st, end_of(e));
+  p.update.time_ns = start_of(e);
+  p.update.task = e.tid;
+  p.update.cpu = e.cpu;
+  p.update.member = static_cast<uint8_t>(m);
+  p.update.flags = kUpdateByOwner | kUpdateInFault;
+  p.update.delta = static_cast<int32_t>(delta);  // a cache is an int
+  p.info.end_ns = end_of(e);
+  p.info.tgid = e.tgid;
+  p.info.task_cache = true;
+  p.info.kernel_count = st.count_known[m] ? st.count[m] : e.aux;
+  p.info.fidelity = Fidelity::kAmbiguous;
 }
 
 // An overtaken or overtaking fold moved the atomic by `rest` pages more than

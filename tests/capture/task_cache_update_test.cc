@@ -163,15 +163,23 @@ TEST_F(TaskCacheUpdate, CachedFaultsAreExactAndHiddenUntilTheSyncShowsThem) {
   EXPECT_EQ(*s.known_drift(), 0);
 }
 
-TEST_F(TaskCacheUpdate, ASyncOfMoreThanTheStreamCachedIsCountedAndUnfaithful) {
+// A cached update the stream did not see: the sync's announcement holds
+// the kernel's cache. The missing page is given to the task's cache as a
+// flagged update of its own, so the model folds what the kernel folds and
+// the exact value counts it.
+TEST_F(TaskCacheUpdate, ASyncOfMoreThanTheStreamCachedCorrectsTheModelFlagged) {
   fork_child();
   for (int i = 0; i < 3; ++i) cached_fault(0);
-  sync(4, 4);  // a cached update the stream did not see
+  sync(4, 4);
   r_.flush(tap_);
   EXPECT_EQ(r_.stats().sync_mismatches, 1u);
-  // The model folded the 3 pages it saw; the kernel's atomic moved by 4.
+  ASSERT_EQ(tap_.updates.size(), 4u);
+  EXPECT_EQ(tap_.updates.back().delta, 1);
+  EXPECT_TRUE(tap_.updates.back().in_fault());
+  EXPECT_EQ(tap_.infos.back().fidelity, Fidelity::kAmbiguous);
   EXPECT_EQ(pipeline_.fidelity_checked(), 1u);
-  EXPECT_EQ(pipeline_.fidelity_matched(), 0u);
+  EXPECT_EQ(pipeline_.fidelity_matched(), 1u) << "the model folded 4 too";
+  EXPECT_EQ(summary().exact_rss, 4);
 }
 
 TEST_F(TaskCacheUpdate, AnAtomicAddBetweenTwoSyncsFollowsTheFold) {
@@ -275,6 +283,11 @@ TEST_F(TaskCacheUpdate, ACacheAnAtomicRecordShowsCorrectsTheTracking) {
   EXPECT_EQ(r_.stats().unannounced_folds, 0u);
   EXPECT_EQ(tap_.updates.back().delta, 512);
   EXPECT_EQ(tap_.infos.back().fidelity, Fidelity::kExact);
+  // Before it, the two missed pages given to the cache, flagged.
+  const Update& missed = tap_.updates[tap_.updates.size() - 2];
+  EXPECT_EQ(missed.delta, 2);
+  EXPECT_TRUE(missed.in_fault());
+  EXPECT_EQ(tap_.infos[tap_.infos.size() - 2].fidelity, Fidelity::kAmbiguous);
 }
 
 TEST_F(TaskCacheUpdate, ATaskFromBeforeTheCaptureIsCheckedFromItsFirstSync) {
