@@ -209,7 +209,7 @@ struct Report {
   std::optional<uint64_t> caps;
   std::vector<std::string> missing_caps;
   std::optional<bool> bpf_stats;
-  ZeroPagePfns zero_page;  // what a page-table walk sets aside
+  ZeroPagePfns zero_page;   // what a page-table walk sets aside
   ReaderPrecision readers;  // measured, by the probe rssauditd runs
   std::string db_path;
   DbState db;
@@ -254,9 +254,17 @@ Report gather(const CheckOptions& o) {
       Topology::for_cpus(static_cast<uint32_t>(std::max(1L, r.online_cpus)));
   r.bound = *UpstreamPercpu(r.host).bound(kAnonPages);
   r.threads = o.threads;
-  if (o.threads)
+  r.readers = probe_reader_precision();
+  if (o.threads) {
     r.tolerance = reader_tolerance(r.percpu_rss ? "upstream" : "per_task",
                                    r.host, o.threads);
+    // A 6.2+ kernel without the 2025 change reads status as stat: measured.
+    if (r.readers.status == ReaderVerdict::kApproximate)
+      for (ReaderTolerance& t : r.tolerance)
+        if (t.reader == "status")
+          t = {"status", t.what, r.tolerance[0].rss_pages,
+               r.tolerance[0].anon_pages, r.tolerance[0].bounded_in_time};
+  }
   r.caps = effective_capabilities();
   for (const CapabilityUse& c : kCapabilities) {
     const bool admin_covers =
@@ -266,7 +274,6 @@ Report gather(const CheckOptions& o) {
   if (auto v = read_line("/proc/sys/kernel/bpf_stats_enabled"))
     r.bpf_stats = *v != "0";
   r.zero_page = learn_zero_page_pfns();
-  r.readers = probe_reader_precision();
   r.db_path = o.query.db;
   r.db = probe_database(o.query.db);
   r.socket_path = o.socket;
