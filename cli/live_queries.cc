@@ -114,10 +114,14 @@ void add_live_options(CLI::App& sub, LiveOptions& o) {
 }
 
 void run_top_live(const LiveOptions& live, const QueryOptions& query,
-                  const std::string& sort, size_t limit) {
+                  const std::string& sort, size_t limit,
+                  const TopFilter& filter) {
+  const bool filtered = !filter.comm.empty() || !filter.cgroup.empty() ||
+                        filter.min_rss_bytes().has_value();
   ProcessesRequest request;
-  // The daemon ranks by |drift|: only another order needs every process.
-  if (sort == "drift") request.top = limit;
+  // The daemon ranks by |drift|: only another order, or a filter, needs
+  // every process.
+  if (sort == "drift" && !filtered) request.top = limit;
   const json response = ask_daemon(live.socket, Request{request, {}});
   const DaemonHealth h = health_of(response);
   auto list = response.find("processes");
@@ -125,8 +129,18 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
     throw std::runtime_error(
         "rssauditd's response is malformed: processes: expected an array");
   std::vector<LiveProcess> ps;
-  for (size_t i = 0; i < list->size(); ++i)
-    ps.push_back(process_of((*list)[i], fmt::format("processes[{}]", i)));
+  size_t nameless = 0;
+  for (size_t i = 0; i < list->size(); ++i) {
+    LiveProcess p = process_of((*list)[i], fmt::format("processes[{}]", i));
+    if (TopFilter::nameless(p.pid, p.comm)) {
+      ++nameless;
+      continue;
+    }
+    if (filter.passes(p.comm, p.cgroup,
+                      p.kernel_known ? std::optional(p.kernel_rss * h.page_size)
+                                     : std::nullopt))
+      ps.push_back(std::move(p));
+  }
   const auto total = response.find("total");
   const uint64_t audited =
       total != response.end() && total->is_number_unsigned()
@@ -138,6 +152,7 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
   if (query.json) {
     json j = source_json(live, h);
     j["total"] = audited;
+    j["nameless_processes"] = nameless;
     j["host_rss"] = host_rss_json(host_rss(h));
     j["processes"] = json::array();
     for (const LiveProcess& p : ps)
@@ -145,8 +160,8 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
     fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
     return;
   }
-  fmt::print("live from rssauditd on {} at {}: {} audited processes\n",
-             printable(h.host), local_time_text(h.time_ns), audited);
+  fmt::print("live from rssauditd on {} at {}: {} of {} audited processes\n",
+             printable(h.host), local_time_text(h.time_ns), ps.size(), audited);
   const auto host = host_lines(host_rss(h), query.unit());
   fmt::print("host: {}\n      {}\n", host[0], host[1]);
   if (ps.empty()) return;
@@ -177,6 +192,8 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
   if (joined)
     fmt::print(
         "-: exact RSS unknown until a resync, or a counter not updated yet\n");
+  if (nameless > 0)
+    fmt::print("({} processes without a name yet not listed)\n", nameless);
 }
 
 void run_show_live(const LiveOptions& live, const QueryOptions& query,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/query_support.h"
+#include "cli/top_filter.h"
 #include "core/formats/live_view.h"
 
 namespace rssaudit::cli {
@@ -23,7 +24,8 @@ void add_live_options(CLI::App& sub, LiveOptions& o);
 
 // `sort`: "drift", "ratio" or "rss"; at most `limit` processes.
 void run_top_live(const LiveOptions& live, const QueryOptions& query,
-                  const std::string& sort, size_t limit);
+                  const std::string& sort, size_t limit,
+                  const TopFilter& filter);
 
 // `which`: a pid, else a comm.
 void run_show_live(const LiveOptions& live, const QueryOptions& query,

@@ -3,14 +3,18 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "cli/host_rss.h"
 #include "cli/live_queries.h"
 #include "cli/query_support.h"
 #include "cli/time_args.h"
+#include "cli/top_filter.h"
 
 namespace rssaudit::cli {
 namespace {
@@ -22,6 +26,8 @@ struct TopOptions {
   std::string until = "now";
   std::string sort = "drift";
   size_t limit = 20;
+  TopFilter filter;
+  double watch_s = 0;  // --watch: redraw every so often (live)
 };
 
 std::string ratio_text(const ProcessWindow& w) {
@@ -58,44 +64,11 @@ nlohmann::json window_json(const ProcessWindow& w) {
   return j;
 }
 
-void run(const TopOptions& o) {
-  if (o.live.enabled) return run_top_live(o.live, o.query, o.sort, o.limit);
-  const Window window = parse_window(o.since, o.until);
-  std::unique_ptr<StoreReader> reader = open_history(o.query.db);
-  std::vector<ProcessWindow> windows =
-      checked(reader->process_windows(window.since_ns, window.until_ns));
-  const HostRss host = host_rss(windows, window.until_ns);
-  const size_t with_samples = windows.size();
-  rank(windows, o.sort == "ratio" ? TopSort::kRatio
-                : o.sort == "rss" ? TopSort::kRss
-                                  : TopSort::kDrift);
-  if (windows.size() > o.limit) windows.resize(o.limit);
-  if (o.query.json) {
-    nlohmann::json j = {{"since_ns", window.since_ns},
-                        {"until_ns", window.until_ns},
-                        {"host_rss", host_rss_json(host)},
-                        {"processes_with_samples", with_samples},
-                        {"processes", nlohmann::json::array()}};
-    for (const ProcessWindow& w : windows)
-      j["processes"].push_back(window_json(w));
-    fmt::print("{}\n", j.dump(2));
-    return;
-  }
-  fmt::print("{} .. {}: {} of {} processes with samples\n",
-             local_time_text(window.since_ns), local_time_text(window.until_ns),
-             windows.size(), with_samples);
-  if (windows.empty()) return;
-  const auto host_text = host_lines(host, o.query.unit());
-  fmt::print("host, newest samples: {}\n      {}\n", host_text[0],
-             host_text[1]);
-  if (std::ranges::any_of(windows,
-                          [](const ProcessWindow& w) { return w.task_cache; }))
-    fmt::print("{}\n", counting_note(kCountingTaskCache));
+void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit) {
   constexpr std::string_view kRow =
       "{:>7} {:<15} {:>11} {:>11} {:>12} {:>6} {:>7}\n";
   fmt::print(kRow, "PID", "COMM", "RSS", "DRIFT", "MAX |DRIFT|", "/BOUND",
              "SAMPLES");
-  const SizeUnit unit = o.query.unit();
   for (const ProcessWindow& w : windows) {
     auto size = [&](const std::optional<int64_t>& pages, bool sign) {
       return pages ? format_size(*pages, w.page_size, unit, sign) : "-";
@@ -105,9 +78,87 @@ void run(const TopOptions& o) {
         size(resident_pages(w.latest.row), false), size(w.latest.drift, true),
         size(w.worst_drift, true), ratio_text(w), w.samples);
   }
+}
+
+void run(const TopOptions& o) {
+  if (o.live.enabled) {
+    if (o.watch_s <= 0)
+      return run_top_live(o.live, o.query, o.sort, o.limit, o.filter);
+    // As top(1) does: redraw every interval until interrupted.
+    for (;;) {
+      fmt::print("\x1b[H\x1b[2J");
+      run_top_live(o.live, o.query, o.sort, o.limit, o.filter);
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::duration<double>(o.watch_s));
+    }
+  }
+  const Window window = parse_window(o.since, o.until);
+  std::unique_ptr<StoreReader> reader = open_history(o.query.db);
+  std::vector<ProcessWindow> all =
+      checked(reader->process_windows(window.since_ns, window.until_ns));
+  const HostRss host = host_rss(all, window.until_ns);
+  // Named processes passing the filters: living ones ranked, exited apart.
+  std::vector<ProcessWindow> living, exited;
+  size_t nameless = 0;
+  for (ProcessWindow& w : all) {
+    if (TopFilter::nameless(w.process.identity.pid, w.process.comm)) {
+      ++nameless;
+      continue;
+    }
+    const std::optional<int64_t> rss = resident_pages(w.latest.row);
+    if (!o.filter.passes(
+            w.process.comm, w.process.cgroup,
+            rss ? std::optional(*rss * w.page_size) : std::nullopt))
+      continue;
+    const bool gone = w.process.exit_ns && *w.process.exit_ns < window.until_ns;
+    (gone ? exited : living).push_back(std::move(w));
+  }
+  const size_t listed = living.size();
+  const TopSort by = o.sort == "ratio" ? TopSort::kRatio
+                     : o.sort == "rss" ? TopSort::kRss
+                                       : TopSort::kDrift;
+  rank(living, by);
+  rank(exited, by);
+  if (living.size() > o.limit) living.resize(o.limit);
+  if (exited.size() > o.limit) exited.resize(o.limit);
+  if (o.query.json) {
+    nlohmann::json j = {{"since_ns", window.since_ns},
+                        {"until_ns", window.until_ns},
+                        {"host_rss", host_rss_json(host)},
+                        {"processes_with_samples", listed},
+                        {"nameless_processes", nameless},
+                        {"processes", nlohmann::json::array()},
+                        {"exited", nlohmann::json::array()}};
+    for (const ProcessWindow& w : living)
+      j["processes"].push_back(window_json(w));
+    for (const ProcessWindow& w : exited) j["exited"].push_back(window_json(w));
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("{} .. {}: {} of {} running processes sampled\n",
+             local_time_text(window.since_ns), local_time_text(window.until_ns),
+             living.size(), listed);
+  if (!all.empty()) {
+    const auto host_text = host_lines(host, o.query.unit());
+    fmt::print("host, newest samples: {}\n      {}\n", host_text[0],
+               host_text[1]);
+  }
+  const std::vector<ProcessWindow>& any = living.empty() ? exited : living;
+  if (any.empty()) return;
+  if (std::ranges::any_of(any,
+                          [](const ProcessWindow& w) { return w.task_cache; }))
+    fmt::print("{}\n", counting_note(kCountingTaskCache));
+  print_rows(living, o.query.unit());
+  if (!exited.empty()) {
+    fmt::print("exited in the window:\n");
+    print_rows(exited, o.query.unit());
+  }
   fmt::print(
       "/BOUND: max |drift| over the kernel's RSS bound, 3 counters of\n"
-      "        CPUs x (batch - 1) pages each; - before 6.2 (no bound)\n");
+      "        CPUs x (batch - 1) pages each. -: unknown (no precise source\n"
+      "        read; before 6.2 no bound)\n");
+  if (nameless > 0)
+    fmt::print("({} processes without a name or pid not listed)\n", nameless);
 }
 
 }  // namespace
@@ -124,7 +175,13 @@ void register_top(CLI::App& app) {
       ->check(CLI::IsMember({"drift", "ratio", "rss"}))
       ->capture_default_str();
   sub->add_option("-n", o->limit, "Processes shown")->capture_default_str();
+  o->filter.add_options(*sub);
   add_live_options(*sub, o->live);
+  sub->add_option("--watch", o->watch_s,
+                  "With --live: redraw every SECONDS until interrupted, as "
+                  "top(1) does")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->needs(sub->get_option("--live"));
   sub->callback([o] { run(*o); });
 }
 

@@ -167,7 +167,7 @@ TEST_F(LiveCli, TopLiveRanksByDriftIn80Columns) {
   // Title, the host in 2 lines, header, 4 rows, 3 lines of footnotes.
   ASSERT_EQ(lines.size(), 11u) << r.out;
   EXPECT_NE(lines[0].find("testhost"), std::string::npos);
-  EXPECT_NE(lines[0].find("4 audited processes"), std::string::npos);
+  EXPECT_NE(lines[0].find("4 of 4 audited processes"), std::string::npos);
   EXPECT_EQ(lines[1],
             "host: readers' RSS 115.5 MiB, exact 114.0 MiB, drift +1.5 MiB");
   lines.erase(lines.begin() + 1, lines.begin() + 3);
@@ -202,6 +202,34 @@ TEST_F(LiveCli, TopLiveJsonParsesAndHonoursLimitAndSort) {
   EXPECT_TRUE(j["processes"][1]["exact_rss_pages"].is_null());
   EXPECT_TRUE(j["processes"][1]["drift_pages"].is_null());
   EXPECT_EQ(j["processes"][1]["kernel_rss_pages"], 9000);
+}
+
+// The filters of top over the database, live; --watch redraws as top(1)
+// does, and only with --live.
+TEST_F(LiveCli, TopLiveFiltersAndWatches) {
+  auto pids = [&](const std::string& args) {
+    const json j =
+        json::parse(run_command(cli("top --live --json " + args)).out);
+    std::vector<uint32_t> out;
+    for (const auto& p : j["processes"]) out.push_back(p["pid"]);
+    return out;
+  };
+  EXPECT_EQ(pids("--comm worker"), (std::vector<uint32_t>{200, 400}));
+  EXPECT_EQ(pids("--cgroup /system.slice -n 1"), std::vector<uint32_t>{100});
+  EXPECT_TRUE(pids("--cgroup /user.slice").empty());
+  // Kernel RSS: 26000 pages (101.6 MiB), 9000 (35.2 MiB), the others less.
+  EXPECT_EQ(pids("--min-rss 30M --sort rss"),
+            (std::vector<uint32_t>{100, 300}));
+  const auto watched =
+      run_command("timeout 1.6 " + cli("top --live --watch 0.5"));
+  EXPECT_EQ(watched.exit_code, 124) << "runs until interrupted";
+  size_t frames = 0;
+  for (size_t at = watched.out.find("\x1b[H\x1b[2J"); at != std::string::npos;
+       at = watched.out.find("\x1b[H\x1b[2J", at + 1))
+    ++frames;
+  EXPECT_GE(frames, 2u) << watched.out;
+  EXPECT_EQ(run_command(kCli + " top --watch 1").exit_code, 2)
+      << "--watch needs --live";
 }
 
 TEST_F(LiveCli, ShowLiveByPidAndByComm) {

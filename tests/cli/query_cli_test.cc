@@ -136,7 +136,7 @@ TEST_F(QueryCli, TopRanksByLargestDriftAndFits80Columns) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
   // The window, the host's two lines, the header, 5 rows and the legend.
-  ASSERT_EQ(lines.size(), 1u + 2u + 1u + 5u + 2u) << r.out;
+  ASSERT_EQ(lines.size(), 1u + 2u + 1u + 5u + 3u) << r.out;
   for (const std::string& line : lines) EXPECT_LE(line.size(), 80u) << line;
   EXPECT_NE(lines[3].find("PID"), std::string::npos);
   EXPECT_NE(lines[4].find("big drifter"), std::string::npos);
@@ -192,7 +192,7 @@ TEST_F(QueryCli, TopJsonSortsAndLimits) {
   EXPECT_EQ(j["processes"][1]["comm"], "worker");
   const auto pages = run_command(cli("top --pages -n 1"));
   EXPECT_NE(pages.out.find("+400 pg"), std::string::npos) << pages.out;
-  EXPECT_NE(pages.out.find(": 1 of 5 processes with samples"),
+  EXPECT_NE(pages.out.find(": 1 of 5 running processes sampled"),
             std::string::npos)
       << pages.out;
 }
@@ -384,6 +384,87 @@ TEST_F(QueryCli, HtmlReportRendersInHeadlessChromium) {
 
 // A run of a kernel before 6.2: no sample holds a precise value (status
 // reads the atomics too), and every query says which value is exact.
+// top as users filter it: by name, cgroup subtree and RSS; exited
+// processes listed apart after the running ones; a process never named
+// (or pid 0) is no row, only counted.
+TEST(QueryCliTop, FiltersAndListsExitedApart) {
+  std::string templ = fs::temp_directory_path() / "rssaudit-qtop-XXXXXX";
+  const fs::path dir = mkdtemp(templ.data());
+  const std::string db = dir / "history.db";
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  {
+    auto opened = Store::open(db, {});
+    ASSERT_TRUE(opened.has_value()) << opened.error().message;
+    Store& s = *opened.value();
+    s.begin_run(RunInfo{.host = "h",
+                        .kernel_release = "6.18",
+                        .nr_cpus = 2,
+                        .batch = 32,
+                        .page_size = 4096,
+                        .rssaudit_version = "0.1.0",
+                        .started_ns = now - 10 * kMinute});
+    auto add = [&](uint32_t pid, const char* comm, const char* cgroup,
+                   int64_t anon, int64_t drift) {
+      const int64_t p =
+          s.upsert_process({pid, pid * 10ull}, comm, cgroup, now - 5 * kMinute);
+      SampleRow r;
+      r.process_id = p;
+      r.time_ns = now - 4 * kMinute;
+      r.stat_rss = anon + drift;
+      r.precise = {0, anon, 0, 0};
+      s.add_sample(r);
+      return p;
+    };
+    add(1, "db", "/system.slice/db.service", 50000, 30);
+    add(2, "web", "/system.slice/web.service", 5000, -20);
+    add(3, "shell", "/user.slice", 2000, 10);
+    s.record_exit(add(4, "job", "/system.slice/db.service.d", 900, 40),
+                  now - 3 * kMinute, 0, 1000);
+    add(5, "", "/", 100, 1);      // never named
+    add(0, "swap", "/", 100, 1);  // pid 0
+    ASSERT_TRUE(s.flush().has_value());
+  }
+  auto top = [&](const std::string& args) {
+    return run_command(kCli + " top --db " + db + " " + args);
+  };
+  const auto all = top("");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find(": 3 of 3 running processes"), std::string::npos)
+      << all.out;
+  const size_t exited_at = all.out.find("exited in the window:");
+  ASSERT_NE(exited_at, std::string::npos) << all.out;
+  EXPECT_GT(all.out.find(" job "), exited_at) << "after the running ones";
+  EXPECT_LT(all.out.find(" shell "), exited_at);
+  EXPECT_NE(all.out.find("(2 processes without a name or pid not listed)"),
+            std::string::npos);
+  EXPECT_EQ(all.out.find(" swap "), std::string::npos);
+  for (const std::string& line : lines_of(all.out))
+    EXPECT_LE(line.size(), 80u) << line;
+
+  auto pids = [&](const std::string& args) {
+    const auto j = nlohmann::json::parse(top("--json " + args).out);
+    std::vector<uint32_t> out;
+    for (const auto& p : j["processes"]) out.push_back(p["pid"]);
+    for (const auto& p : j["exited"]) out.push_back(p["pid"]);
+    return out;
+  };
+  EXPECT_EQ(pids("--comm web"), std::vector<uint32_t>{2});
+  // The subtree: db.service, not db.service.d, a sibling.
+  EXPECT_EQ(pids("--cgroup /system.slice/db.service"),
+            std::vector<uint32_t>{1});
+  EXPECT_EQ(pids("--cgroup /system.slice --sort rss"),
+            (std::vector<uint32_t>{1, 2, 4}));
+  // db 195 MiB, web 19.5 MiB, shell 7.8 MiB, job 3.5 MiB.
+  EXPECT_EQ(pids("--min-rss 19M"), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(pids("--min-rss 7M --sort rss"), (std::vector<uint32_t>{1, 2, 3}));
+  const auto bad = top("--min-rss lots");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--min-rss"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+}
+
 TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   std::string templ = fs::temp_directory_path() / "rssaudit-q61-XXXXXX";
   const fs::path dir = mkdtemp(templ.data());
