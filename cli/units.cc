@@ -53,11 +53,20 @@ std::string format_size(int64_t pages, int64_t page_size, SizeUnit unit,
     case SizeUnit::kHuman:
       break;
   }
-  const double bytes = double(magnitude) * double(page_size);
-  if (bytes < 1 << 20) return fmt::format("{}{:.0f} KiB", sign, bytes / 1024);
-  if (bytes < 1 << 30)
-    return fmt::format("{}{:.1f} MiB", sign, bytes / (1 << 20));
-  return fmt::format("{}{:.1f} GiB", sign, bytes / (1 << 30));
+  // The largest binary unit whose figure, as printed, is below 1024: never
+  // "1024.0 MiB" or "32767.8 GiB".
+  static constexpr std::string_view kUnits[] = {"KiB", "MiB", "GiB", "TiB",
+                                                "PiB"};
+  double value = double(magnitude) * double(page_size) / 1024;
+  size_t i = 0;
+  for (; i + 1 < std::size(kUnits); ++i) {
+    const double shown =
+        i == 0 ? std::round(value) : std::round(value * 10) / 10;
+    if (shown < 1024) break;
+    value /= 1024;
+  }
+  return i == 0 ? fmt::format("{}{:.0f} {}", sign, value, kUnits[i])
+                : fmt::format("{}{:.1f} {}", sign, value, kUnits[i]);
 }
 
 void add_unit_options(CLI::App& sub, UnitOptions& o) {

@@ -29,7 +29,8 @@ struct UnitOptions {
 // --pages and --bytes (exclusive).
 void add_unit_options(CLI::App& sub, UnitOptions& o);
 
-// `pages` of `page_size` bytes: "640 KiB", "1.5 MiB", "2.0 GiB" (human),
+// `pages` of `page_size` bytes: "640 KiB", "1.5 MiB", "2.0 GiB", "96.0 TiB"
+// (human: the largest unit whose figure is below 1024),
 // "384 pg" or "1572864 B". Signed amounts (drift) get an explicit "+".
 std::string format_size(int64_t pages, int64_t page_size, SizeUnit unit,
                         bool show_plus = false);

@@ -93,6 +93,10 @@ TEST(SimulateCli, ToleranceAnswersPerReaderAndSchemeForOtherCpuCounts) {
     EXPECT_LE(line.size(), 80u) << line;
   EXPECT_EQ(run_command(kCli + " simulate --tolerance --cpus 4").exit_code, 2)
       << "--threads is required";
+  // 3 x 65536 x 131071 pages: TiB, not "98303.9 GiB".
+  EXPECT_NE(run_command(kCli + " simulate --tolerance --cpus 65536 --threads 1")
+                .out.find("upstream         96.0 TiB"),
+            std::string::npos);
 }
 
 // On this host's CPU count, simulate's upstream (or, before 6.2, per_task)
