@@ -163,11 +163,14 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       // A reused tid is another task: its mm is the new one, its faults
       // not yet known.
       tasks_[e.tid] = TaskState{0, e.mm, false, e.start_ns, true};
+      tasks_[e.tid].clone_seen = true;
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
       MmState& st = mm_state(e, !(flags & CLONE_VM), e.start_ns);
-      if ((flags & CLONE_VM) && !(flags & CLONE_VFORK))
+      if ((flags & CLONE_VM) && !(flags & CLONE_VFORK)) {
         push_life(st, LifeKind::kSecondUser, e);
+        st.second_user = true;
+      }
       break;
     }
     case RSS_EV_EXEC: {
@@ -224,8 +227,28 @@ DeltaReconstructor::MmState& DeltaReconstructor::update_mm(const rss_event& e) {
     st.owner_tgid = e.tgid;
     owned_[e.tgid] = e.mm;
   }
-  if (e.flags & RSS_EVF_OWNER) note_running(st, e);
+  if (e.flags & RSS_EVF_OWNER) {
+    note_running(st, e);
+    infer_second_user(st, e);
+  }
   return st;
+}
+
+void DeltaReconstructor::infer_second_user(MmState& st, const rss_event& e) {
+  // An mm seen from its creation had its clones recorded.
+  if (st.from_zero || st.second_user) return;
+  if (!st.first_user_tid) {
+    st.first_user_tid = e.tid;
+    return;
+  }
+  if (e.tid == st.first_user_tid) return;
+  // A task whose clone was seen was judged then (a vfork child is no
+  // second user).
+  const auto task = tasks_.find(e.tid);
+  if (task != tasks_.end() && task->second.clone_seen) return;
+  ++stats_.inferred_second_users;
+  push_life(st, LifeKind::kSecondUser, e);
+  st.second_user = true;
 }
 
 DeltaReconstructor::OwnerUpdate DeltaReconstructor::owner_update(

@@ -170,6 +170,8 @@ struct ReconstructorStats {
   uint64_t mms_created = 0;
   uint64_t mms_destroyed = 0;
   uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()
+  // Mms joined mid-life found to have a second user (two tasks updating).
+  uint64_t inferred_second_users = 0;
   uint64_t resyncs_offered = 0;
   uint64_t resyncs_applied = 0;    // emitted as baselines
   uint64_t resyncs_rejected = 0;   // not quiet, unknown mm, inconsistent
@@ -249,6 +251,7 @@ class DeltaReconstructor {
     // exec or sync; the members whose sync record came and whose fold into
     // the atomic has not, and how much each folds.
     bool cache_known = false;
+    bool clone_seen = false;  // its NEW_TASK record came
     std::array<int32_t, kMembers> cache{};
     uint8_t syncing = 0;
     uint64_t syncing_mm = 0;
@@ -267,7 +270,13 @@ class DeltaReconstructor {
   struct MmState {
     MmKey key;
     bool from_zero = false;
-    uint32_t owner_tgid = 0;   // of its first owner update (0: none yet)
+    uint32_t owner_tgid = 0;  // of its first owner update (0: none yet)
+    // A second user (a thread) was seen: its clone, or, for an mm joined
+    // mid-life whose clones came before the capture, owner updates by a
+    // second task (the lazy schemes activate on it). `first_user_tid`: the
+    // task of its first owner update.
+    bool second_user = false;
+    uint32_t first_user_tid = 0;
     uint64_t last_end_ns = 0;  // end of its latest timed record
     // An untimed record came (rss_event.h), after the advance() at this time.
     bool untimed = false;
@@ -390,6 +399,9 @@ class DeltaReconstructor {
   // The owner `tgid` execs or exits: /proc/tgid no longer shows its mm.
   void owner_gone(uint32_t tgid, uint64_t start_ns);
   void push_life(MmState& mm, LifeKind kind, const rss_event& e);
+  // For an mm joined mid-life: an owner update by a second task, whose
+  // clone came before the capture, is its second user.
+  void infer_second_user(MmState& st, const rss_event& e);
   // An owner update of `st` on e.cpu: that CPU runs `st` now.
   void note_running(MmState& st, const rss_event& e);
   void mark_overlaps(Pending& fold, uint64_t since_ns,

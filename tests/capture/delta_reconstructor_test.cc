@@ -647,6 +647,56 @@ TEST(DeltaReconstructor, CloneVmIsASecondUserButVforkAndForkAreNot) {
   EXPECT_TRUE(sink.out[3].from_zero);   // the fork child's new mm
 }
 
+// An mm joined mid-life had its threads cloned before the capture: the
+// first owner update by a second task tells the models (the lazy schemes
+// activate on a second user), once. A task whose clone was seen is not
+// inferred (a vfork child is no second user).
+TEST(DeltaReconstructor, ASecondTaskUpdatingAnMmJoinedMidLifeIsASecondUser) {
+  FakeKernel kernel(2);
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  auto second_users = [&] {
+    int n = 0;
+    for (const Recorded& x : sink.out)
+      n += x.kind == Recorded::kLife && x.life.kind == LifeKind::kSecondUser;
+    return n;
+  };
+  r.on_event(kernel.add(0, kAnonPages, 1, 1000), sink);  // tid 100
+  r.on_event(kernel.add(0, kAnonPages, 1, 2000), sink);
+  r.flush(sink);
+  EXPECT_EQ(second_users(), 0);
+  r.on_event(kernel.add(1, kAnonPages, 1, 3000), sink);  // tid 101
+  r.on_event(kernel.add(1, kAnonPages, 1, 4000), sink);
+  r.flush(sink);
+  EXPECT_EQ(second_users(), 1);
+  EXPECT_EQ(r.stats().inferred_second_users, 1u);
+  // Before the second task's first update.
+  size_t life_at = 0, update_at = 0;
+  for (size_t i = 0; i < sink.out.size(); ++i) {
+    if (sink.out[i].kind == Recorded::kLife && !life_at) life_at = i;
+    if (sink.out[i].kind == Recorded::kUpdate &&
+        sink.out[i].update.task == 101 && !update_at)
+      update_at = i;
+  }
+  EXPECT_LT(life_at, update_at);
+
+  // Another mm joined mid-life whose second updater was seen vforked.
+  DeltaReconstructor r2(two_cpus());
+  RecordingSink sink2;
+  rss_event first = kernel.add(0, kAnonPages, 1, 1000);
+  first.mm = kMm + 4096;
+  r2.on_event(first, sink2);
+  rss_event vfork =
+      life(RSS_EV_NEW_TASK, kMm + 4096, 2000, CLONE_VFORK | CLONE_VM);
+  vfork.tid = 101;
+  r2.on_event(vfork, sink2);
+  rss_event child = kernel.add(1, kAnonPages, 1, 3000);
+  child.mm = kMm + 4096;
+  r2.on_event(child, sink2);
+  r2.flush(sink2);
+  EXPECT_EQ(r2.stats().inferred_second_users, 0u);
+}
+
 TEST(DeltaReconstructor, BadRecordsAreCountedNotUsed) {
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
