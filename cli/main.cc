@@ -13,12 +13,14 @@
 #include "cli/status_command.h"
 #include "cli/top_command.h"
 #include "cli/whatif_command.h"
+#include "core/formats/help_formatter.h"
 
 int main(int argc, char** argv) {
   using namespace rssaudit::cli;
   CLI::App app{
       "rssaudit: how wrong the kernel's RSS counters are, and what "
       "each counting scheme would report"};
+  rssaudit::use_help_formatter(app);
   app.require_subcommand(1);
   register_simulate(app);
   register_record(app);

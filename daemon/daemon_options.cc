@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/formats/config_file.h"
+#include "core/formats/help_formatter.h"
 
 namespace rssaudit {
 namespace {
@@ -192,6 +193,7 @@ Result<DaemonOptions, OptionsError> load_daemon_options(
     const std::vector<std::string>& args) {
   DaemonOptions flags;
   CLI::App app{"rssauditd: audits every RSS counter update of this host"};
+  use_help_formatter(app);
   add_options(app, flags);
   try {
     parse(app, args);

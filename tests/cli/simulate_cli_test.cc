@@ -146,5 +146,17 @@ TEST(SimulateCli, HelpExitsZero) {
   EXPECT_EQ(run_command(kCli + " --help").exit_code, 0);
 }
 
+// CLI11 2.1 does not wrap: core/formats/help_formatter.h does, at 80.
+TEST(Cli, EveryHelpFitsIn80Columns) {
+  for (const char* sub : {"", "simulate", "record", "replay", "top", "show",
+                          "history", "export", "status", "whatif", "check"}) {
+    const auto r = run_command(kCli + " " + sub + " --help");
+    ASSERT_EQ(r.exit_code, 0) << sub;
+    EXPECT_GT(testing::lines_of(r.out).size(), 3u) << sub;
+    for (const std::string& line : testing::lines_of(r.out))
+      EXPECT_LE(line.size(), 80u) << sub << ": " << line;
+  }
+}
+
 }  // namespace
 }  // namespace rssaudit

@@ -231,5 +231,16 @@ TEST(ExampleConfig, ListsEveryDaemonOption) {
         << "key '" << key << "' missing from the example";
 }
 
+// CLI11 2.1 does not wrap: core/formats/help_formatter.h does, at 80.
+TEST(DaemonHelp, FitsIn80Columns) {
+  const auto help = run_command(std::string(RSSAUDIT_DAEMON) + " --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::istringstream lines(help.out);
+  size_t n = 0;
+  for (std::string line; std::getline(lines, line); ++n)
+    EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_GT(n, 20u);
+}
+
 }  // namespace
 }  // namespace rssaudit
