@@ -20,9 +20,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,13 +39,32 @@
 
 namespace {
 
-// The maps of the only loaded on_rss_stat program: the running rssauditd's,
-// or why there is no such one.
+// The ids of the BPF programs process `pid` holds (its fds' and links'
+// fdinfo name them): the capture of that rssauditd and no other's.
+std::set<uint32_t> programs_of(int pid) {
+  std::set<uint32_t> ids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           fmt::format("/proc/{}/fdinfo", pid), ec)) {
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("prog_id:", 0) == 0)
+        ids.insert(
+            static_cast<uint32_t>(std::strtoul(line.c_str() + 8, nullptr, 10)));
+  }
+  return ids;
+}
+
+// The maps of the on_rss_stat program of rssauditd `pid` (0: the only one
+// loaded), or why there is no such one. Another rssauditd on the host
+// (a service, say) is left alone when the pid is given.
 rssaudit::Result<std::map<std::string, rssaudit::bench::ProgramMap>>
-daemon_maps() {
+daemon_maps(int pid) {
   std::map<std::string, rssaudit::bench::ProgramMap> maps;
+  const std::set<uint32_t> held = pid ? programs_of(pid) : std::set<uint32_t>{};
   int programs = 0;
   for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
+    if (pid && !held.count(id)) continue;
     const int fd = bpf_prog_get_fd_by_id(id);
     if (fd < 0) continue;
     bpf_prog_info info{};
@@ -61,10 +82,11 @@ daemon_maps() {
     return rssaudit::unexpected(rssaudit::Error{std::move(message)});
   };
   if (programs == 0)
-    return fail("no on_rss_stat program loaded: start rssauditd");
+    return fail(pid ? fmt::format("pid {} holds no on_rss_stat program", pid)
+                    : "no on_rss_stat program loaded: start rssauditd");
   if (programs > 1)
     return fail(fmt::format(
-        "{} on_rss_stat programs loaded: run one rssauditd only", programs));
+        "{} on_rss_stat programs loaded: give the daemon's pid", programs));
   for (const char* name : {"slots", "positions", "sequence"})
     if (!maps.count(name))
       return fail(fmt::format("the on_rss_stat program has no map `{}`", name));
@@ -108,7 +130,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  auto found = daemon_maps();
+  auto found = daemon_maps(daemon_pid);
   if (!found) {
     fmt::print(stderr, "inject_rate: {}\n", found.error().message);
     return 1;

@@ -474,7 +474,8 @@ void write_recording(const std::string& path,
 }
 
 // rssauditd fed `events` by bench/inject_rate (`inject_args` after the
-// file: rate, seconds, CPU, daemon pid, holes) until a summary matches
+// file: rate, seconds, CPU, daemon pid ($d: this test's own rssauditd, so
+// that another one on the host is left alone), holes) until a summary matches
 // `settled` (grep -E), then a python3 faulting 2048 pages; the daemon's
 // log, with summaries while the python3 lives. Checks that the audit went
 // on after the injection: the python3 is audited from its creation.
@@ -545,8 +546,8 @@ TEST(Daemon, MalformedRecordsInItsStreamsAreCountedNotFatal) {
   e.kind = 77;  // no such record kind
   bad.push_back(e);
   // 3 records per millisecond for 0.1 s: each bad record ~100 times.
-  const std::string log =
-      log_of_daemon_fed("rssaudit-bad", bad, "3000 0.1", "bad_records=[1-9]");
+  const std::string log = log_of_daemon_fed(
+      "rssaudit-bad", bad, "3000 0.1 0 $d", "bad_records=[1-9]");
   const std::string last = log.substr(log.rfind("\nsummary "));
   std::smatch m;
   ASSERT_TRUE(std::regex_search(last, m, std::regex(R"(bad_records=(\d+))")))
@@ -565,7 +566,7 @@ TEST(Daemon, ASequenceNumberThatNeverComesIsSkippedAndCounted) {
     GTEST_SKIP() << s.missing;
   // One hole, then 100 records.
   const std::string log = log_of_daemon_fed("rssaudit-hole", {made_up_update()},
-                                            "1000 0.1 0 0 1", " drops=1 ");
+                                            "1000 0.1 0 $d 1", " drops=1 ");
   const std::string last = log.substr(log.rfind("\nsummary "));
   std::smatch m;
   ASSERT_TRUE(std::regex_search(last, m, std::regex(R"( drops=(\d+) )")))
