@@ -158,6 +158,7 @@ void AuditPipeline::on_mm_destroyed(const MmKey& key) {
   mm->summary.alive = false;
   if (exit_hook_) exit_hook_(*mm);
   finished_.push_front(mm->summary);
+  ++finished_total_;
   if (finished_.size() > finished_kept_) finished_.pop_back();
   last_ = nullptr;
   live_.erase(key.addr);

@@ -107,8 +107,11 @@ class AuditPipeline : public ReconstructorSink {
     explicit LiveMm(const Topology& t) : audit(t) {}
   };
 
-  // `finished_kept`: summaries of ended mms kept for reports, newest first.
-  explicit AuditPipeline(const Topology& t, size_t finished_kept = 1024);
+  // `finished_kept`: summaries of ended mms kept for reports, newest first
+  // (the oldest dropped beyond it); finished_mms() counts them all.
+  static constexpr size_t kFinishedKept = 1024;
+  explicit AuditPipeline(const Topology& t,
+                         size_t finished_kept = kFinishedKept);
 
   void on_mm_created(const MmKey& mm, bool from_zero) override;
   void on_update(const MmKey& mm, const Update& u,
@@ -123,6 +126,8 @@ class AuditPipeline : public ReconstructorSink {
   // Live mms then finished ones, each as of now.
   std::vector<MmSummary> summaries() const;
   size_t live_mms() const { return live_.size(); }
+  // Every mm that ended, kept or not.
+  uint64_t finished_mms() const { return finished_total_; }
   uint64_t fidelity_checked() const { return fidelity_checked_; }
   uint64_t fidelity_matched() const { return fidelity_matched_; }
   // The live mm `key` (its summary not refreshed), or null: not announced
@@ -156,6 +161,7 @@ class AuditPipeline : public ReconstructorSink {
   std::unordered_map<uint64_t, std::unique_ptr<LiveMm>> live_;
   LiveMm* last_ = nullptr;
   std::deque<MmSummary> finished_;
+  uint64_t finished_total_ = 0;
   uint64_t fidelity_checked_ = 0;
   uint64_t fidelity_matched_ = 0;
   std::function<void(LiveMm&)> exit_hook_;

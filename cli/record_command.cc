@@ -69,13 +69,14 @@ struct ReplayOptions {
   std::string input;
   bool json = false;
   size_t top = 20;
+  size_t mms_kept = 100'000;  // finished mms kept for the report
 };
 
 void replay(const ReplayOptions& o) {
   std::optional<AuditPipeline> pipeline;
   const ReplayOutcome r =
       replay_file(o.input, [&](const RecordHeader& h) -> ReconstructorSink& {
-        return pipeline.emplace(topology_of(h));
+        return pipeline.emplace(topology_of(h), o.mms_kept);
       });
   if (!r.header)
     throw std::runtime_error(
@@ -83,7 +84,11 @@ void replay(const ReplayOptions& o) {
         (r.error ? r.error->message : "not an rssaudit recording"));
   const RecordHeader& header = *r.header;
   std::vector<MmSummary> mms = pipeline->summaries();
+  // Every mm of the recording: those live at its end and every one that
+  // ended (only the last --mms-kept of which are reported).
+  const uint64_t total = pipeline->live_mms() + pipeline->finished_mms();
   rank_by_error(mms);
+  if (mms.size() > o.top) mms.resize(o.top);
   const uint64_t checked = pipeline->fidelity_checked();
   if (o.json) {
     nlohmann::json j = {{"kernel", header.kernel_release},
@@ -98,6 +103,7 @@ void replay(const ReplayOptions& o) {
                         {"fidelity_matched", pipeline->fidelity_matched()},
                         {"error", r.error ? nlohmann::json(r.error->message)
                                           : nlohmann::json(nullptr)},
+                        {"mms_audited", total},
                         {"mms", nlohmann::json::array()}};
     for (const MmSummary& m : mms) {
       nlohmann::json errors;
@@ -109,7 +115,10 @@ void replay(const ReplayOptions& o) {
            {"alive", m.alive},
            {"updates", m.updates},
            {"flagged", m.flagged},
-           {"exact_rss_pages", m.exact_rss},
+           // Only an absolute value is an RSS: else unknown, never a
+           // partial sum that may be negative.
+           {"exact_rss_pages",
+            m.absolute ? nlohmann::json(m.exact_rss) : nlohmann::json(nullptr)},
            {"kernel_rss_pages", json_or_null(m.known_kernel_rss())},
            {"drift_pages", json_or_null(m.known_drift())},
            {"peak_rss_pages", m.peak_rss},
@@ -121,15 +130,20 @@ void replay(const ReplayOptions& o) {
   } else {
     fmt::print("{}: kernel {}, {} CPUs, batch {}, {} events, {} mms\n", o.input,
                header.kernel_release, header.nr_cpu_ids, header.percpu_batch,
-               r.events, mms.size());
-    fmt::print("updates {} exact {} ambiguous {}\nfidelity {}\n\n",
+               r.events, total);
+    fmt::print("updates {} exact {} ambiguous {}\nfidelity {}\n",
                r.stats.updates, r.stats.exact, r.stats.ambiguous,
                fidelity_text(pipeline->fidelity_matched(), checked));
+    if (pipeline->finished_mms() > o.mms_kept)
+      fmt::print(
+          "ranked among the live and the {} newest ended mms "
+          "(--mms-kept)\n",
+          o.mms_kept);
+    fmt::print("\n");
     fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", "tgid",
                "alive", "updates", "exact pg", "kernel pg", "drift", "peak pg",
                "max err");
-    for (size_t i = 0; i < std::min(o.top, mms.size()); ++i) {
-      const MmSummary& m = mms[i];
+    for (const MmSummary& m : mms) {
       fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", m.tgid,
                  m.alive ? "yes" : "no", m.updates,
                  m.absolute ? fmt::format("{}", m.exact_rss) : "?",
@@ -167,6 +181,11 @@ void register_replay(CLI::App& app) {
   sub->add_flag("--json", o->json, "Print JSON");
   sub->add_option("--top", o->top, "Processes listed, largest error first")
       ->capture_default_str();
+  sub->add_option("--mms-kept", o->mms_kept,
+                  "Ended mms kept for the ranking (the newest; all are "
+                  "counted)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
   sub->callback([o] { replay(*o); });
 }
 

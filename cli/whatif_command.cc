@@ -333,6 +333,10 @@ void whatif_live(const WhatifOptions& o) {
   live.drain(audit);
   live.flush(audit);
   audit.finish();
+  // Named after an exec during the capture (a shell's child becomes
+  // python3), as long as it still runs.
+  if (!process_gone(sampler, o.pid))
+    s.name = fmt::format("pid {} ({})", o.pid, comm_of(sampler, o.pid));
   s.events = live.records();
   s.stats = live.stats();
   s.drops = live.capture().drops();

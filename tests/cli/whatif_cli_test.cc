@@ -151,6 +151,74 @@ class WhatifRecording : public ::testing::Test {
   MmScript small_{0xffff000000002000, 4343, kCpus};
 };
 
+// replay and whatif read one recording alike: every mm counted in both
+// (replay once kept only the newest 1024 ended ones, unsaid), replay's
+// --json honours --top, and an exact RSS not known is null.
+TEST(ReplayAndWhatif, AgreeOnEveryMmOfARecording) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("rssaudit-many-" + std::to_string(getpid()) + ".rec");
+  RecordHeader h;
+  h.nr_cpu_ids = kCpus;
+  h.online_cpus = kCpus;
+  h.percpu_batch = kBatch;
+  h.page_size = 4096;
+  h.kernel_release = "6.18.0-test";
+  h.host_name = "testhost";
+  RecordWriter w(h, 256);
+  uint64_t time = 1'000'000;
+  constexpr uint32_t kMms = 1100;
+  for (uint32_t i = 0; i + 1 < kMms; ++i)
+    MmScript(0xffff000000001000 + uint64_t{i} * 4096, 5000 + i, kCpus)
+        .write(w, 3, kBatch, time);
+  // An mm from before the recording: two updates, no creation.
+  for (int i = 0; i < 2; ++i) {
+    rss_event e{};
+    e.mm = 0xffff0000ffff0000;
+    e.tid = e.tgid = 9999;
+    e.kind = RSS_EV_UPDATE;
+    e.member = 1;
+    e.aux = 100 + i;
+    e.flags = RSS_EVF_OWNER;
+    e.start_ns = time += 10'000;
+    e.span_ns = 200;
+    w.append(e);
+  }
+  w.flush();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const auto bytes = w.take();
+    out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  auto json_of = [&](const std::string& args) {
+    const auto r = run_command(kCli + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto replayed = json_of("replay --json --top 3 " + path.string());
+  EXPECT_EQ(replayed["mms_audited"], kMms);
+  EXPECT_EQ(replayed["mms"].size(), 3u) << "--top";
+  const auto whatif = json_of("whatif --json --recording " + path.string());
+  EXPECT_EQ(whatif["mms_audited"], kMms);
+  const auto kept =
+      json_of("replay --json --top 5000 --mms-kept 10 " + path.string());
+  EXPECT_EQ(kept["mms_audited"], kMms) << "counted, kept or not";
+  EXPECT_EQ(kept["mms"].size(), 10u + 1u) << "the live one and 10 ended";
+  bool seen = false;
+  for (const auto& mm : kept["mms"])
+    if (mm["tgid"] == 9999) {
+      seen = true;
+      EXPECT_TRUE(mm["exact_rss_pages"].is_null()) << "unknown, not a sum";
+    }
+  EXPECT_TRUE(seen);
+  const auto text =
+      run_command(kCli + " replay --mms-kept 10 " + path.string());
+  EXPECT_NE(text.out.find("1100 mms"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("10 newest ended mms (--mms-kept)"),
+            std::string::npos)
+      << text.out;
+  std::filesystem::remove(path);
+}
+
 const nlohmann::json& scheme(const nlohmann::json& mm, const char* name) {
   for (const auto& s : mm["schemes"])
     if (s["name"] == name) return s;
