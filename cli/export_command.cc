@@ -225,29 +225,58 @@ std::string drift_chart(StoreReader& reader, const Context& c,
     }
     chart.series.push_back(std::move(s));
   }
-  const auto [scale, unit] = human_scale(largest);
+  // The kernel's RSS bound of the plotted processes (one per run's CPUs).
+  double bound = 0;
+  for (const ProcessWindow& w : offenders)
+    if (const auto b = rss_bound(w.bound_per_counter))
+      bound = std::max(bound, double(*b) * double(w.page_size));
+  const auto [scale, unit] = human_scale(std::max(largest, bound));
   for (svg::Series& s : chart.series)
     for (svg::Point& p : s.points) p.y /= scale;
   chart.y_label = fmt::format("drift, {}", unit);
-  const bool long_window =
-      c.window.until_ns - c.window.since_ns > int64_t{86400} * 1'000'000'000;
-  chart.x_text = [long_window](double seconds) {
+  chart.x_label = "local time";
+  if (bound > 0) {
+    chart.band = bound / scale;
+    chart.band_label = fmt::format("\u00b1 the kernel's RSS bound, {:g} {}",
+                                   std::round(bound / scale * 10) / 10, unit);
+  }
+  double first = INFINITY, last = -INFINITY;
+  for (const svg::Series& s : chart.series)
+    for (const svg::Point& p : s.points) {
+      first = std::min(first, p.x);
+      last = std::max(last, p.x);
+    }
+  const bool days = std::isfinite(first) &&
+                    local_time_text(int64_t(first * 1e9)).substr(0, 10) !=
+                        local_time_text(int64_t(last * 1e9)).substr(0, 10);
+  // What tells the ticks apart: seconds, minutes, or the day too.
+  chart.x_text = [days](double seconds, double step) {
     const std::string t = local_time_text(int64_t(seconds * 1e9));
-    return long_window ? t.substr(5, 11) : t.substr(11, 5);
+    if (step >= 86400) return t.substr(5, 5);
+    if (days) return t.substr(5, 11);
+    return step < 60 ? t.substr(11, 8) : t.substr(11, 5);
   };
   chart.y_text = [](double v) { return fmt::format("{:g}", v); };
   return svg::line_chart(chart);
 }
 
-std::string scheme_chart(const std::vector<SchemeWindow>& schemes) {
+std::string scheme_chart(const std::vector<SchemeWindow>& schemes,
+                         const Context& c) {
   svg::BarChart chart;
-  chart.title = "Largest model error vs bound, per counting scheme";
-  chart.y_label = "pages (log scale)";
+  chart.title = "Largest error of one counter vs its bound, per scheme";
+  chart.y_label = "KiB (log scale)";
   chart.y_text = [](double v) { return fmt::format("{:.0f}", v); };
   for (const SchemeWindow& s : schemes) {
-    chart.groups.push_back(
-        {std::string(SchemeSet::kNames[s.scheme]), double(s.largest_error),
-         s.bound ? std::optional<double>(double(*s.bound)) : std::nullopt});
+    // In KiB, as the rest of the report: pages of the measured process's
+    // run.
+    const auto p = c.processes.find(s.process_id);
+    const double kib =
+        p != c.processes.end() ? double(c.page_size(p->second)) / 1024 : 4;
+    chart.groups.push_back({std::string(SchemeSet::kNames[s.scheme]),
+                            double(s.largest_error) * kib,
+                            s.bound
+                                ? std::optional<double>(double(*s.bound) * kib)
+                                : std::nullopt});
   }
   return svg::bar_chart(chart);
 }
@@ -257,7 +286,9 @@ std::string scheme_chart(const std::vector<SchemeWindow>& schemes) {
 std::string scheme_table(const std::vector<SchemeWindow>& schemes,
                          const Context& c) {
   std::string out =
-      "<table>\n<tr><th>scheme</th><th>process</th><th>largest error</th>"
+      "<div "
+      "class=\"scroll\"><table>\n<tr><th>scheme</th><th>process</"
+      "th><th>largest error</th>"
       "<th>bound per counter</th><th>read lines, approximate/precise</th>"
       "<th>intervals</th></tr>\n";
   for (const SchemeWindow& s : schemes) {
@@ -276,7 +307,7 @@ std::string scheme_table(const std::vector<SchemeWindow>& schemes,
         size(s.largest_error), s.bound ? size(*s.bound) : "none",
         read_cost_text(s.read_cost), s.intervals);
   }
-  return out + "</table>\n";
+  return out + "</table></div>\n";
 }
 
 // The host's RSS as the kernel's approximate readers add it up against the
@@ -300,9 +331,37 @@ std::string host_section(const HostRss& h) {
           : std::string("no bound (before 6.2, per-task caches)"));
 }
 
+// The largest processes by RSS: what the kernel's approximate readers show
+// against the exact value, at their newest sample.
+std::string largest_table(const std::vector<ProcessWindow>& largest) {
+  std::string out =
+      "<div class=\"scroll\"><table>\n<tr><th>pid</th><th>comm</th>"
+      "<th>RSS as stat reads it</th><th>exact RSS</th><th>drift</th>"
+      "<th>at</th></tr>\n";
+  for (const ProcessWindow& w : largest) {
+    const std::optional<int64_t> kernel = readers_rss(w.latest.row);
+    const std::optional<int64_t> exact =
+        kernel && w.latest.drift ? std::optional(*kernel - *w.latest.drift)
+                                 : std::nullopt;
+    auto size = [&](const std::optional<int64_t>& pages, bool sign) {
+      return pages ? format_size(*pages, w.page_size, SizeUnit::kHuman, sign)
+                   : "-";
+    };
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        w.process.identity.pid, svg::escape(w.process.comm),
+        size(kernel, false), size(exact, false), size(w.latest.drift, true),
+        local_time_text(w.latest.row.time_ns));
+  }
+  return out + "</table></div>\n";
+}
+
 std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
   std::string out =
-      "<table>\n<tr><th>pid</th><th>comm</th><th>run</th><th>start ticks"
+      "<div "
+      "class=\"scroll\"><table>\n<tr><th>pid</th><th>comm</th><th>run</"
+      "th><th>start ticks"
       "</th><th>RSS</th><th>drift</th><th>largest |drift|</th><th>at</th>"
       "<th>drift / RSS bound</th><th>samples</th></tr>\n";
   for (const ProcessWindow& w : offenders) {
@@ -321,7 +380,7 @@ std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
         w.worst_drift ? local_time_text(w.worst_at_ns) : "-",
         ratio ? fmt::format("{:.1f}%", 100 * *ratio) : "-", w.samples);
   }
-  return out + "</table>\n";
+  return out + "</table></div>\n";
 }
 
 void write_html(std::ostream& out, StoreReader& reader, const Context& c,
@@ -329,6 +388,9 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
   std::vector<ProcessWindow> offenders =
       checked(reader.process_windows(c.window.since_ns, c.window.until_ns));
   const HostRss host = host_rss(offenders, c.window.until_ns);
+  std::vector<ProcessWindow> largest = offenders;
+  rank(largest, TopSort::kRss);
+  if (largest.size() > o.top) largest.resize(o.top);
   const std::vector<SchemeWindow> schemes =
       checked(reader.scheme_errors(c.window.since_ns, c.window.until_ns));
   rank(offenders, TopSort::kDrift);
@@ -347,7 +409,10 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
          "charset=\"utf-8\">\n"
          "<title>rssaudit report</title>\n<style>\n"
-         "body { font-family: sans-serif; margin: 24px; color: #222; }\n"
+         "body { font-family: sans-serif; margin: 24px auto; padding: 0 "
+         "16px; max-width: 1150px; color: #222; }\n"
+         "p { max-width: 70em; line-height: 1.4; }\n"
+         ".scroll { overflow-x: auto; }\n"
          "table { border-collapse: collapse; }\n"
          "th, td { border: 1px solid #ccc; padding: 4px 8px; "
          "text-align: right; }\n"
@@ -361,10 +426,29 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
              local_time_text(c.window.until_ns), svg::escape(o.db),
              c.processes.size(), runs)
       << "<h2>The host</h2>\n"
-      << host_section(host) << "<h2>Drift over time</h2>\n"
+      << host_section(host) << largest_table(largest)
+      << "<h2>Drift over time</h2>\n"
+      << "<p>Each line is one process's drift: its RSS as "
+         "<code>/proc/PID/stat</code>, <code>ru_maxrss</code> and "
+         "exporters read it, minus the exact RSS. The dashed lines are the "
+         "kernel's RSS bound (3 counters &times; CPUs &times; (batch "
+         "&minus; 1) pages): a line near them means those readers are as "
+         "wrong as the kernel allows. Tools reading "
+         "<code>/proc/PID/status</code> (ps, top) see the exact value where "
+         "status is precise.</p>\n"
       << drift_chart(reader, c, offenders) << "<h2>Model error vs bound</h2>\n"
-      << scheme_chart(schemes) << scheme_table(schemes, c)
+      << "<p>For each counting scheme, the kernel's and proposed ones, the "
+         "largest error one counter reached on these processes' own updates "
+         "(red) beside the scheme's bound (blue), the process it was "
+         "measured on, and what one read of a counter costs. A scheme with "
+         "a small error and a cheap read is the better trade for this "
+         "workload.</p>\n"
+      << scheme_chart(schemes, c) << scheme_table(schemes, c)
       << "<h2>Top offenders</h2>\n"
+      << "<p>The processes with the largest drift in the window. Drift / "
+         "RSS bound near 100%: the approximate readers are off by as much as "
+         "the kernel allows; a capacity figure built on them is that far "
+         "off.</p>\n"
       << offenders_table(offenders) << "</body>\n</html>\n";
 }
 

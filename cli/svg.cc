@@ -67,9 +67,11 @@ std::string rect(double x, double y, double w, double h,
 }
 
 std::string open_chart(std::string_view title, std::string_view y_label) {
+  // Scales down with the page (the viewBox keeps the drawing): no
+  // horizontal scrollbar on a narrow window.
   return fmt::format(
-             "<svg width=\"{0}\" "
-             "height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\" "
+             "<svg viewBox=\"0 0 {0} {1}\" width=\"100%\" "
+             "style=\"max-width:{0}px;height:auto\" role=\"img\" "
              "font-family=\"sans-serif\" font-size=\"12\">\n"
              "<title>{2}</title>\n",
              kWidth, kHeight, escape(title)) +
@@ -121,6 +123,24 @@ std::string escape(std::string_view s) {
   return out;
 }
 
+std::pair<std::vector<double>, double> time_ticks(double lo, double hi,
+                                                  int count) {
+  static constexpr double kSteps[] = {
+      1,   2,    5,    10,   15,    30,    60,    120,   300,    600,
+      900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800};
+  const double span = std::max(hi - lo, 1.0);
+  double step = kSteps[std::size(kSteps) - 1];
+  for (double s : kSteps)
+    if (span / s <= count) {
+      step = s;
+      break;
+    }
+  std::vector<double> ticks;
+  for (double t = std::ceil(lo / step) * step; t <= hi; t += step)
+    ticks.push_back(t);
+  return {ticks, step};
+}
+
 std::string_view colour(size_t i) {
   static constexpr std::array<std::string_view, 10> kColours = {
       "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -145,6 +165,10 @@ std::string line_chart(const LineChart& c) {
     return out + "</svg>\n";
   }
   if (x_hi == x_lo) x_hi = x_lo + 1;
+  if (c.band && *c.band > 0) {  // the band in view: drift against it
+    y_lo = std::min(y_lo, -*c.band);
+    y_hi = std::max(y_hi, *c.band);
+  }
   const Axis y = nice_axis(y_lo, y_hi, 6);
   auto x_of = [&](double x) {
     return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft);
@@ -153,12 +177,21 @@ std::string line_chart(const LineChart& c) {
     return kBottom - (v - y.lo) / (y.hi - y.lo) * (kBottom - kTop);
   };
   out += y_grid(y.ticks, kRight, y_of, c.y_text);
-  // Time ticks evenly spaced: wall-clock instants have no "nice" steps
-  // that suit every window from minutes to weeks.
-  for (int i = 0; i <= 5; ++i) {
-    const double x = x_lo + (x_hi - x_lo) * i / 5;
+  const auto [ticks, step] = time_ticks(x_lo, x_hi, 6);
+  for (double x : ticks) {
     out += line(x_of(x), kBottom, x_of(x), kBottom + 5, "#555");
-    out += text(x_of(x), kBottom + 20, c.x_text(x));
+    out += text(x_of(x), kBottom + 20, c.x_text(x, step));
+  }
+  out += text((kLeft + kRight) / 2, kBottom + 42, c.x_label);
+  if (c.band && *c.band > 0) {
+    for (double v : {*c.band, -*c.band}) {
+      out += fmt::format(
+          "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+          "stroke=\"#888\" stroke-dasharray=\"6 4\"/>\n",
+          kLeft, y_of(v), kRight, y_of(v));
+    }
+    out += text(kRight - 4, y_of(*c.band) - 4, c.band_label, "end",
+                "fill=\"#555\"");
   }
   out += line(kLeft, kBottom, kRight, kBottom, "#555");
   out += line(kLeft, kTop, kLeft, kBottom, "#555");

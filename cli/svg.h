@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rssaudit::cli::svg {
@@ -29,13 +30,27 @@ using Format = std::function<std::string(double)>;
 struct LineChart {
   std::string title;
   std::string y_label;
+  std::string x_label;
   std::vector<Series> series;
-  Format x_text;  // tick labels
+  // x is seconds since the epoch: ticks at whole seconds, minutes, hours or
+  // days; the label of tick x, given the step between ticks (so that a
+  // label shows what tells the ticks apart).
+  std::function<std::string(double x, double step)> x_text;
   Format y_text;
+  // Drawn as dashed lines at +band and -band, labelled band_label.
+  std::optional<double> band;
+  std::string band_label;
 };
 
-// Lines over a shared x axis, a zero line when y crosses it, and a legend.
+// Lines over a time axis, a zero line when y crosses it, the band, and a
+// legend.
 std::string line_chart(const LineChart& chart);
+
+// Tick positions for [lo, hi] seconds: multiples of a step among 1, 2, 5,
+// 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1, 2, 3, 6, 12 h, 1, 2, 7 days,
+// about `count` of them, each distinct; the step is returned too.
+std::pair<std::vector<double>, double> time_ticks(double lo, double hi,
+                                                  int count);
 
 struct BarGroup {
   std::string label;

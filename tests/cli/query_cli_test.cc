@@ -1,5 +1,6 @@
 // `rssaudit top | show | history | export` over a history database built
 // here with the daemon's writer, run as a user runs them.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -345,6 +347,29 @@ TEST_F(QueryCli, HtmlExportIsSelfContainedWithSvgPlots) {
             std::string::npos);
   EXPECT_NE(html.find("<td>1/9</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>1/none</td>"), std::string::npos);
+  // The drift chart: distinct time ticks, an x-axis title, the bound drawn;
+  // charts that scale down with the window; a sentence per section.
+  const std::string drift = html.substr(0, html.find("</svg>"));
+  const std::regex tick(R"(<text x="[^"]+" y="390.0"[^>]*>([^<]+)</text>)");
+  std::set<std::string> ticks;
+  size_t n = 0;
+  for (auto it = std::sregex_iterator(drift.begin(), drift.end(), tick);
+       it != std::sregex_iterator(); ++it, ++n)
+    ticks.insert((*it)[1]);
+  EXPECT_GE(n, 3u) << drift;
+  EXPECT_EQ(ticks.size(), n) << "every tick label distinct";
+  EXPECT_NE(drift.find(">local time</text>"), std::string::npos);
+  EXPECT_NE(drift.find("the kernel&#39;s RSS bound, 5.9 MiB"),
+            std::string::npos)
+      << "3 x 8 x 63 pages";
+  EXPECT_NE(drift.find("stroke-dasharray"), std::string::npos);
+  EXPECT_NE(html.find("width=\"100%\""), std::string::npos);
+  EXPECT_NE(html.find("KiB (log scale)"), std::string::npos);
+  EXPECT_EQ(html.find("pages (log scale)"), std::string::npos);
+  EXPECT_GE(count_of(html, "<p>"), 5u);
+  // The largest processes, as stat reads them against the exact RSS.
+  EXPECT_NE(html.find("<th>RSS as stat reads it</th><th>exact RSS</th>"),
+            std::string::npos);
   const std::regex external(R"((src|href)\s*=\s*["']?\s*(https?:)?//)",
                             std::regex::icase);
   EXPECT_FALSE(std::regex_search(html, external));
@@ -360,20 +385,24 @@ TEST_F(QueryCli, HtmlReportRendersInHeadlessChromium) {
   const fs::path report = *dir_ / "chromium-report.html";
   html_report(cli("export --format html"), report);
   const fs::path profile = *dir_ / "chromium-profile";
-  const fs::path screenshot =
-      fs::path(RSSAUDIT_BUILD_DIR) / "report-screenshot.png";
-  fs::remove(screenshot);
   const std::string flags =
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
       " --disable-background-networking --disable-component-update"
       " --disable-sync --user-data-dir=" +
       profile.string() + " ";
-  const auto shot = run_command(
-      chromium.string() + flags + "--screenshot=" + screenshot.string() +
-      " --window-size=1200,1600 file://" + report.string());
-  ASSERT_EQ(shot.exit_code, 0) << shot.err;
-  ASSERT_TRUE(fs::exists(screenshot)) << shot.err;
-  EXPECT_GT(fs::file_size(screenshot), 20'000u);
+  // Two widths, kept in the build tree to be looked at: a desktop and the
+  // 800 px the report must still fit.
+  for (const int width : {1200, 800}) {
+    const fs::path screenshot =
+        fs::path(RSSAUDIT_BUILD_DIR) / fmt::format("report-{}px.png", width);
+    fs::remove(screenshot);
+    const auto shot = run_command(
+        chromium.string() + flags + "--screenshot=" + screenshot.string() +
+        fmt::format(" --window-size={},2400 file://", width) + report.string());
+    ASSERT_EQ(shot.exit_code, 0) << shot.err;
+    ASSERT_TRUE(fs::exists(screenshot)) << shot.err;
+    EXPECT_GT(fs::file_size(screenshot), 20'000u);
+  }
   const auto dom = run_command(chromium.string() + flags +
                                "--dump-dom file://" + report.string());
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
