@@ -18,6 +18,7 @@
 #include "cli/progress.h"
 #include "cli/query_support.h"
 #include "cli/svg.h"
+#include "cli/table_cells.h"
 #include "cli/time_args.h"
 #include "core/schemes/scheme_set.h"
 
@@ -31,6 +32,7 @@ struct ExportOptions {
   std::string since = "24h";
   std::string until = "now";
   size_t top = 8;
+  FieldSelection fields;  // of the samples, csv and json
 };
 
 // What the export reads once: the runs and processes the samples refer to.
@@ -44,21 +46,12 @@ struct Context {
   }
 };
 
-// One cell of an exported sample: empty (a source not read), a number or
-// text.
-using Cell = std::variant<std::monostate, int64_t, std::string>;
-
-Cell cell(const std::optional<int64_t>& v) {
-  return v ? Cell(*v) : Cell(std::monostate{});
-}
-
 // The exported columns of a sample, in order (docs/export-columns.md):
 // CSV and JSON share this one list. The names do not depend on the values.
-std::vector<std::pair<std::string, Cell>> sample_cells(const ProcessSummary& p,
-                                                       int64_t page_size,
-                                                       const StoredSample& s) {
+Row sample_cells(const ProcessSummary& p, int64_t page_size,
+                 const StoredSample& s) {
   const SampleRow& r = s.row;
-  std::vector<std::pair<std::string, Cell>> out = {
+  Row out = {
       {"time_ns", r.time_ns},
       {"time_utc", utc_time_text(r.time_ns)},
       {"run_id", p.run_id},
@@ -93,30 +86,9 @@ std::vector<std::pair<std::string, Cell>> sample_cells(const ProcessSummary& p,
   return out;
 }
 
-std::vector<std::pair<std::string, Cell>> sample_cells(const Context& c,
-                                                       const StoredSample& s) {
+Row sample_cells(const Context& c, const StoredSample& s) {
   const ProcessSummary& p = c.processes.at(s.row.process_id);
   return sample_cells(p, c.page_size(p), s);
-}
-
-std::string csv_field(const Cell& c) {
-  if (const auto* n = std::get_if<int64_t>(&c)) return std::to_string(*n);
-  const auto* text = std::get_if<std::string>(&c);
-  if (!text) return "";
-  // RFC 4180: quote fields holding a separator, a quote or a line break.
-  if (text->find_first_of(",\"\r\n") == std::string::npos) return *text;
-  std::string quoted = "\"";
-  for (char ch : *text) {
-    if (ch == '"') quoted += '"';
-    quoted += ch;
-  }
-  return quoted + "\"";
-}
-
-nlohmann::json json_cell(const Cell& c) {
-  if (const auto* n = std::get_if<int64_t>(&c)) return *n;
-  if (const auto* t = std::get_if<std::string>(&c)) return *t;
-  return nullptr;
 }
 
 // Streams the window's samples to `visit`, with progress on stderr.
@@ -134,17 +106,12 @@ void each_sample(StoreReader& reader, const Context& c,
   if (!status) throw std::runtime_error(status.error().message);
 }
 
-void write_csv(std::ostream& out, StoreReader& reader, const Context& c) {
-  auto write_row = [&](const auto& cells, auto field) {
-    for (size_t i = 0; i < cells.size(); ++i)
-      out << (i ? "," : "") << field(cells[i]);
-    out << "\n";
-  };
-  write_row(sample_cells(ProcessSummary{}, 0, StoredSample{}),
-            [](const auto& cell) { return cell.first; });
+void write_samples_csv(std::ostream& out, StoreReader& reader, const Context& c,
+                       const std::vector<size_t>& columns) {
+  write_csv_header(out, sample_cells(ProcessSummary{}, 0, StoredSample{}),
+                   columns);
   each_sample(reader, c, [&](const StoredSample& s) {
-    write_row(sample_cells(c, s),
-              [](const auto& cell) { return csv_field(cell.second); });
+    write_csv_line(out, sample_cells(c, s), columns);
   });
 }
 
@@ -167,7 +134,7 @@ nlohmann::json run_json(const RunSummary& r) {
 // Streams the samples rather than building one document: a day of a busy
 // host is millions of rows.
 void write_json(std::ostream& out, StoreReader& reader, const Context& c,
-                const std::string& db) {
+                const std::string& db, const std::vector<size_t>& columns) {
   nlohmann::json head = {{"database", db},
                          {"since_ns", c.window.since_ns},
                          {"until_ns", c.window.until_ns},
@@ -190,8 +157,8 @@ void write_json(std::ostream& out, StoreReader& reader, const Context& c,
   bool first = true;
   each_sample(reader, c, [&](const StoredSample& s) {
     nlohmann::json row = nlohmann::json::object();
-    for (const auto& [name, value] : sample_cells(c, s))
-      row[name] = json_cell(value);
+    const Row cells = sample_cells(c, s);
+    for (size_t i : columns) row[cells[i].first] = json_cell(cells[i].second);
     out << (first ? "\n" : ",\n") << row.dump();
     first = false;
   });
@@ -455,6 +422,9 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
 void run(const ExportOptions& o) {
   if (o.format == "html" && o.output.empty())
     throw UsageError("export --format html needs -o FILE");
+  // Checked before anything is written: a bad --fields leaves no file.
+  const std::vector<size_t> columns =
+      o.fields.pick(sample_cells(ProcessSummary{}, 0, StoredSample{}));
   Context c;
   c.window = parse_window(o.since, o.until);
   std::unique_ptr<StoreReader> reader = open_history(o.db);
@@ -470,8 +440,8 @@ void run(const ExportOptions& o) {
           fmt::format("{}: cannot write: {}", o.output, std::strerror(errno)));
   }
   std::ostream& out = o.output.empty() ? std::cout : file;
-  if (o.format == "csv") write_csv(out, *reader, c);
-  if (o.format == "json") write_json(out, *reader, c, o.db);
+  if (o.format == "csv") write_samples_csv(out, *reader, c, columns);
+  if (o.format == "json") write_json(out, *reader, c, o.db, columns);
   if (o.format == "html") write_html(out, *reader, c, o);
   out.flush();
   if (!out)
@@ -491,6 +461,7 @@ void register_export(CLI::App& app) {
   sub->add_option("-o,--output", o->output,
                   "File to write (default stdout; html needs one)");
   add_window_options(*sub, o->since, o->until);
+  o->fields.add_fields_option(*sub);
   sub->add_option("--top", o->top, "Processes plotted and tabulated (html)")
       ->capture_default_str();
   add_db_option(*sub, o->db);

@@ -3,11 +3,15 @@
 #include <fmt/core.h>
 
 #include <array>
+#include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/errors.h"
 #include "cli/query_support.h"
+#include "cli/table_cells.h"
 #include "cli/time_args.h"
 #include "core/schemes/scheme_set.h"
 
@@ -20,6 +24,9 @@ struct HistoryOptions {
   std::optional<int64_t> run;
   std::string since = "1h";
   std::string until = "now";
+  std::string step;  // --step: one line per step; empty: every sample
+  std::string format = "text";  // or csv, json (as --json)
+  FieldSelection fields;
 };
 
 // Column headings that fit 7 characters, in SchemeSet::kNames order.
@@ -44,24 +51,95 @@ std::vector<SchemeErrors> errors_at(const std::vector<StoredSample>& samples,
   return out;
 }
 
+// One sample per `step_ns` of time (from the epoch, so steps fall on whole
+// minutes or hours): the one with the largest |drift| (the peak a plot must
+// not lose), each scheme's error the largest of the step. `errors` keeps
+// step with `samples`.
+void downsample(std::vector<StoredSample>& samples,
+                std::vector<SchemeErrors>& errors, int64_t step_ns) {
+  std::vector<StoredSample> kept;
+  std::vector<SchemeErrors> kept_errors;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const bool same = !kept.empty() && kept.back().row.time_ns / step_ns ==
+                                           samples[i].row.time_ns / step_ns;
+    if (!same) {
+      kept.push_back(samples[i]);
+      kept_errors.push_back(errors[i]);
+      continue;
+    }
+    auto magnitude = [](const StoredSample& s) {
+      return s.drift ? std::llabs(*s.drift) : -1;
+    };
+    if (magnitude(samples[i]) > magnitude(kept.back()))
+      kept.back() = samples[i];
+    for (size_t k = 0; k < SchemeSet::kCount; ++k)
+      if (errors[i][k])
+        kept_errors.back()[k] =
+            std::max(kept_errors.back()[k].value_or(0), *errors[i][k]);
+  }
+  samples = std::move(kept);
+  errors = std::move(kept_errors);
+}
+
+// A sample as a CSV row: bytes, empty when unknown; each scheme's largest
+// error of a counter over the interval.
+Row sample_row(const StoredSample& s, const SchemeErrors& errors,
+               int64_t page_size) {
+  auto bytes = [&](const std::optional<int64_t>& pages) {
+    return cell(pages ? std::optional(*pages * page_size) : std::nullopt);
+  };
+  Row row = {{"time_ns", s.row.time_ns},
+             {"time_utc", utc_time_text(s.row.time_ns)},
+             {"rss_bytes", bytes(resident_pages(s.row))},
+             {"drift_bytes", bytes(s.drift)},
+             {"threads", cell(s.row.threads)},
+             {"fidelity_checked", cell(s.row.fidelity_checked)},
+             {"fidelity_matched", cell(s.row.fidelity_matched)}};
+  for (size_t k = 0; k < SchemeSet::kCount; ++k)
+    row.emplace_back(fmt::format("{}_error_bytes", SchemeSet::kNames[k]),
+                     bytes(errors[k]));
+  return row;
+}
+
 void run(const HistoryOptions& o) {
+  std::optional<int64_t> step_ns;
+  if (!o.step.empty()) {
+    const Result<int64_t> parsed = duration_ns(o.step);
+    if (!parsed)
+      throw UsageError(
+          fmt::format("--step {}: {}", o.step, parsed.error().message));
+    step_ns = *parsed;
+  }
   const Window window = parse_window(o.since, o.until);
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   const ProcessSummary p = find_process(*reader, o.query.db, o.which, o.run);
   const RunInfo run = run_info(*reader, p.run_id);
   const int64_t page_size = run.page_size;
-  const std::vector<StoredSample> samples =
+  std::vector<StoredSample> samples =
       checked(reader->process_history(p.id, window.since_ns, window.until_ns));
+  const size_t sampled = samples.size();
   // Intervals that ended before the window still cover its first samples.
   const std::vector<ModelErrorRow> rows =
       checked(reader->model_errors(p.id, 0, window.until_ns));
-  const std::vector<SchemeErrors> errors = errors_at(samples, rows);
-  if (o.query.json) {
+  std::vector<SchemeErrors> errors = errors_at(samples, rows);
+  if (step_ns) downsample(samples, errors, *step_ns);
+  if (o.format == "csv") {
+    const Row header = sample_row(StoredSample{}, SchemeErrors{}, page_size);
+    const std::vector<size_t> columns = o.fields.pick(header);
+    write_csv_header(std::cout, header, columns);
+    for (size_t i = 0; i < samples.size(); ++i)
+      write_csv_line(std::cout, sample_row(samples[i], errors[i], page_size),
+                     columns);
+    return;
+  }
+  if (o.query.json || o.format == "json") {
     nlohmann::json j = process_identity_json(p);
     j.update(nlohmann::json{{"page_size", page_size},
                             {"counting", run.counting},
                             {"since_ns", window.since_ns},
                             {"until_ns", window.until_ns},
+                            {"step_ns", json_or_null(step_ns)},
+                            {"samples_in_window", sampled},
                             {"samples", nlohmann::json::array()}});
     for (size_t i = 0; i < samples.size(); ++i) {
       const SampleRow& r = samples[i].row;
@@ -82,9 +160,14 @@ void run(const HistoryOptions& o) {
   }
   fmt::print("pid {} '{}', run {}, start ticks {}\n", p.identity.pid,
              printable(p.comm), p.run_id, p.identity.start_ticks);
-  fmt::print("{} samples, {} .. {}\n", samples.size(),
+  fmt::print("{} samples, {} .. {}\n", sampled,
              local_time_text(window.since_ns),
              local_time_text(window.until_ns));
+  if (step_ns)
+    fmt::print(
+        "one line per {}: the sample with the largest |drift|, the "
+        "largest errors\n",
+        o.step);
   if (const std::string note = counting_note(run.counting); !note.empty())
     fmt::print("{}\n", note);
   if (samples.empty()) return;
@@ -123,7 +206,11 @@ void register_history(CLI::App& app) {
   sub->add_option("process", o->which, "PID or comm")->required();
   sub->add_option("--run", o->run, "Only the process seen by this run");
   add_window_options(*sub, o->since, o->until);
+  sub->add_option("--step", o->step,
+                  "One line per step (30s, 5m, 1h): the sample with the "
+                  "largest |drift|");
   add_query_options(*sub, o->query);
+  o->fields.add_options(*sub, o->format, "sample");
   sub->callback([o] { run(*o); });
 }
 

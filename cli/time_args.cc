@@ -4,14 +4,19 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <utility>
 
 namespace rssaudit::cli {
 namespace {
 
 constexpr int64_t kNsPerSecond = 1'000'000'000;
 
-Result<int64_t> parse_duration(std::string_view text, int64_t now_ns) {
+// "15m" as (count, seconds per unit).
+Result<std::pair<int64_t, int64_t>> count_and_unit(std::string_view text) {
+  if (text.empty())
+    return unexpected(Error{"a duration needs a unit: s, m, h or d"});
   int64_t seconds_per_unit = 0;
   switch (text.back()) {
     case 's':
@@ -35,6 +40,13 @@ Result<int64_t> parse_duration(std::string_view text, int64_t now_ns) {
       std::from_chars(digits.data(), digits.data() + digits.size(), count);
   if (digits.empty() || ec != std::errc() || end != digits.end() || count < 0)
     return unexpected(Error{"expected a count before the unit, as in 15m"});
+  return std::pair{count, seconds_per_unit};
+}
+
+Result<int64_t> parse_duration(std::string_view text, int64_t now_ns) {
+  const auto parsed = count_and_unit(text);
+  if (!parsed) return unexpected(parsed.error());
+  const auto [count, seconds_per_unit] = *parsed;
   // Anything before the epoch is as good as "since ever".
   if (count > now_ns / kNsPerSecond / seconds_per_unit) return int64_t{0};
   return now_ns - count * seconds_per_unit * kNsPerSecond;
@@ -72,6 +84,16 @@ Result<int64_t> parse_local(std::string_view text) {
 }
 
 }  // namespace
+
+Result<int64_t> duration_ns(std::string_view text) {
+  const auto parsed = count_and_unit(text);
+  if (!parsed) return unexpected(parsed.error());
+  const auto [count, seconds_per_unit] = *parsed;
+  if (count == 0) return unexpected(Error{"a duration must be positive"});
+  if (count > INT64_MAX / kNsPerSecond / seconds_per_unit)
+    return unexpected(Error{"too long a duration"});
+  return count * seconds_per_unit * kNsPerSecond;
+}
 
 Result<int64_t> parse_time_arg(std::string_view text, int64_t now_ns) {
   if (text == "now") return now_ns;

@@ -17,6 +17,9 @@ Result<int64_t> parse_time_arg(std::string_view text, int64_t now_ns);
 // Nanoseconds since the Unix epoch, from the system clock.
 int64_t wall_now_ns();
 
+// "30s", "15m", "1h", "7d" as nanoseconds (positive), or why not.
+Result<int64_t> duration_ns(std::string_view text);
+
 // `ns` as local "YYYY-MM-DD HH:MM:SS".
 std::string local_time_text(int64_t ns);
 

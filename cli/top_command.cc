@@ -5,14 +5,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "cli/errors.h"
 #include "cli/host_rss.h"
 #include "cli/live_queries.h"
 #include "cli/query_support.h"
+#include "cli/table_cells.h"
 #include "cli/time_args.h"
 #include "cli/top_filter.h"
 
@@ -27,8 +30,35 @@ struct TopOptions {
   std::string sort = "drift";
   size_t limit = 20;
   TopFilter filter;
-  double watch_s = 0;  // --watch: redraw every so often (live)
+  double watch_s = 0;           // --watch: redraw every so often (live)
+  std::string format = "text";  // or csv, json (as --json)
+  FieldSelection fields;
 };
+
+// A window as a CSV row: machine values, bytes, empty when unknown.
+Row window_cells(const ProcessWindow& w, bool exited) {
+  const std::optional<int64_t> rss = resident_pages(w.latest.row);
+  auto bytes = [&](const std::optional<int64_t>& pages) {
+    return cell(pages ? std::optional(*pages * w.page_size) : std::nullopt);
+  };
+  const std::optional<double> ratio = drift_to_rss_bound(w);
+  return {{"run_id", w.process.run_id},
+          {"process_id", w.process.id},
+          {"pid", int64_t{w.process.identity.pid}},
+          {"start_ticks", static_cast<int64_t>(w.process.identity.start_ticks)},
+          {"comm", w.process.comm},
+          {"cgroup", w.process.cgroup},
+          {"exited", int64_t{exited}},
+          {"rss_bytes", bytes(rss)},
+          {"drift_bytes", bytes(w.latest.drift)},
+          {"max_drift_bytes", bytes(w.worst_drift)},
+          {"rss_bound_bytes", bytes(rss_bound(w.bound_per_counter))},
+          {"drift_to_rss_bound_ppm",
+           cell(ratio ? std::optional(static_cast<int64_t>(*ratio * 1e6))
+                      : std::nullopt)},
+          {"samples", w.samples},
+          {"last_sample_ns", w.latest.row.time_ns}};
+}
 
 std::string ratio_text(const ProcessWindow& w) {
   const std::optional<double> r = drift_to_rss_bound(w);
@@ -80,8 +110,13 @@ void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit) {
   }
 }
 
-void run(const TopOptions& o) {
+void run(TopOptions o) {
+  if (o.format == "json") o.query.json = true;
   if (o.live.enabled) {
+    if (o.format == "csv")
+      throw UsageError(
+          "top --live: --format text or json (csv: over the "
+          "database)");
     if (o.watch_s <= 0)
       return run_top_live(o.live, o.query, o.sort, o.limit, o.filter);
     // As top(1) does: redraw every interval until interrupted.
@@ -121,6 +156,16 @@ void run(const TopOptions& o) {
   rank(exited, by);
   if (living.size() > o.limit) living.resize(o.limit);
   if (exited.size() > o.limit) exited.resize(o.limit);
+  if (o.format == "csv") {
+    const Row header = window_cells(ProcessWindow{}, false);
+    const std::vector<size_t> columns = o.fields.pick(header);
+    write_csv_header(std::cout, header, columns);
+    for (const ProcessWindow& w : living)
+      write_csv_line(std::cout, window_cells(w, false), columns);
+    for (const ProcessWindow& w : exited)
+      write_csv_line(std::cout, window_cells(w, true), columns);
+    return;
+  }
   if (o.query.json) {
     nlohmann::json j = {{"since_ns", window.since_ns},
                         {"until_ns", window.until_ns},
@@ -176,6 +221,7 @@ void register_top(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-n", o->limit, "Processes shown")->capture_default_str();
   o->filter.add_options(*sub);
+  o->fields.add_options(*sub, o->format, "process");
   add_live_options(*sub, o->live);
   sub->add_option("--watch", o->watch_s,
                   "With --live: redraw every SECONDS until interrupted, as "

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -256,6 +257,65 @@ TEST_F(QueryCli, HistoryPrintsOneLinePerSample) {
   ASSERT_EQ(j["samples"].size(), size_t{kSamples});
   EXPECT_EQ(j["samples"][4]["drift_pages"], 400);
   EXPECT_EQ(j["samples"][4]["largest_error_pages"]["hpcc"], 7 + 5);
+
+  // --step: one sample per step, the one with the largest |drift|, each
+  // scheme's error the largest of the step.
+  constexpr int64_t kStep = 2 * kMinute;
+  std::map<int64_t, std::pair<int64_t, int64_t>> expected;  // drift, hpcc
+  for (const auto& s : j["samples"]) {
+    auto& e = expected[s["time_ns"].get<int64_t>() / kStep];
+    e.first = std::max(e.first, s["drift_pages"].get<int64_t>());
+    e.second =
+        std::max(e.second, s["largest_error_pages"]["hpcc"].get<int64_t>());
+  }
+  const auto stepped = nlohmann::json::parse(
+      run_command(cli("history 'big drifter' --json --step 2m")).out);
+  EXPECT_EQ(stepped["step_ns"], kStep);
+  EXPECT_EQ(stepped["samples_in_window"], kSamples);
+  ASSERT_EQ(stepped["samples"].size(), expected.size());
+  size_t i = 0;
+  for (const auto& [bucket, e] : expected) {
+    EXPECT_EQ(stepped["samples"][i]["drift_pages"], e.first);
+    EXPECT_EQ(stepped["samples"][i]["largest_error_pages"]["hpcc"], e.second);
+    ++i;
+  }
+  EXPECT_EQ(run_command(cli("history 'big drifter' --step 0m")).exit_code, 2);
+  EXPECT_EQ(run_command(cli("history 'big drifter' --step soon")).exit_code, 2);
+}
+
+// CSV with chosen columns, as below's `dump -O csv --fields` gives them:
+// top, history and export alike; an unknown field is a usage error
+// listing the known ones.
+TEST_F(QueryCli, CsvWithFieldsForTopHistoryAndExport) {
+  const auto top =
+      run_command(cli("top --format csv --fields pid,comm,drift_bytes"));
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  auto lines = lines_of(top.out);
+  ASSERT_EQ(lines.size(), 1u + 5u) << top.out;
+  EXPECT_EQ(lines[0], "pid,comm,drift_bytes");
+  EXPECT_EQ(lines[1], fmt::format("100,big drifter,{}", 400 * 4096));
+  const auto history =
+      run_command(cli("history 'big drifter' --format csv --fields "
+                      "time_ns,drift_bytes,hpcc_error_bytes"));
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  lines = lines_of(history.out);
+  ASSERT_EQ(lines.size(), 1u + kSamples) << history.out;
+  EXPECT_EQ(lines[0], "time_ns,drift_bytes,hpcc_error_bytes");
+  EXPECT_TRUE(
+      lines.back().ends_with(fmt::format(",{},{}", 400 * 4096, (7 + 5) * 4096)))
+      << lines.back();
+  const auto exported =
+      run_command(cli("export --format csv --fields pid,comm,drift"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(lines_of(exported.out).front(), "pid,comm,drift");
+  const auto json = nlohmann::json::parse(
+      run_command(cli("export --format json --fields pid,drift")).out);
+  EXPECT_EQ(json["samples"][0].size(), 2u);
+  const auto bad = run_command(cli("top --format csv --fields pid,colour"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("no field 'colour'; fields: run_id,"),
+            std::string::npos)
+      << bad.err;
 }
 
 TEST_F(QueryCli, UnknownProcessIsOneLineAndExitOne) {

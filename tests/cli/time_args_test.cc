@@ -76,5 +76,13 @@ TEST(TimeArgs, RejectsWhatIsNotATime) {
     EXPECT_TRUE(rejected(bad)) << bad;
 }
 
+TEST(TimeArgs, StepsArePositiveDurations) {
+  EXPECT_EQ(duration_ns("30s").value(), 30'000'000'000);
+  EXPECT_EQ(duration_ns("5m").value(), 300'000'000'000);
+  EXPECT_EQ(duration_ns("1d").value(), 86'400'000'000'000);
+  for (const char* bad : {"", "0m", "5", "m", "-1s", "1.5h", "99999999999d"})
+    EXPECT_FALSE(duration_ns(bad).has_value()) << bad;
+}
+
 }  // namespace
 }  // namespace rssaudit::cli
