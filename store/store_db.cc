@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "store/store_migrations.h"
 
@@ -36,6 +38,22 @@ StoreError::Code code_of(int rc) {
 }  // namespace
 
 int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
+
+namespace {
+
+// `path` for a file: URI: '%', '?' and '#' percent-encoded.
+std::string uri_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#')
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
@@ -125,6 +143,29 @@ Result<std::unique_ptr<Database>, StoreError> Database::open_at(
   }
 
   Result<int64_t, StoreError> current = db->checked_version(mode, version);
+  if (!current && mode == Mode::kReadOnly &&
+      current.error().code == StoreError::Code::kReadOnly) {
+    // A WAL database whose -shm this user may not create (a copy in a
+    // directory of another's, a read-only mount): read it as an immutable
+    // snapshot, which needs no -shm. What a -wal holds beyond the last
+    // checkpoint is not seen then, and the user is told.
+    sqlite3* snapshot = nullptr;
+    const std::string uri = "file:" + uri_path(path) + "?immutable=1";
+    const int src = sqlite3_open_v2(
+        uri.c_str(), &snapshot,
+        SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+    db.reset(new Database(path, snapshot));
+    if (src != SQLITE_OK) return db->error(src, "cannot open");
+    sqlite3_extended_result_codes(snapshot, 1);
+    current = db->checked_version(mode, version);
+    std::error_code ec;
+    if (current && std::filesystem::file_size(path + "-wal", ec) > 0 && !ec)
+      std::fprintf(stderr,
+                   "%s: read as a snapshot (no -shm can be made here): "
+                   "what its -wal holds since the last checkpoint is not "
+                   "shown\n",
+                   path.c_str());
+  }
   if (!current) return unexpected(std::move(current).error());
   if (mode == Mode::kReadOnly) {
     Result<void, StoreError> s =

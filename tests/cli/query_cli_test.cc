@@ -554,6 +554,51 @@ TEST(QueryCliTop, FiltersAndListsExitedApart) {
   fs::remove_all(dir);
 }
 
+// A copy of a database (its main file only, as scp or a backup gives it)
+// in a directory the user may not write: no -shm can be made, and SQLite's
+// WAL reader failed ("attempt to write a readonly database"); it reads as a
+// snapshot now. Run as nobody when root (root may write anywhere).
+TEST(QueryCliReadOnly, ACopyWithoutItsShmIsReadByAnyUser) {
+  std::string templ = fs::temp_directory_path() / "rssaudit-ro-XXXXXX";
+  const fs::path dir = mkdtemp(templ.data());
+  const fs::path made = dir / "made.db", copy_dir = dir / "copy";
+  {
+    auto opened = Store::open(made, {});
+    ASSERT_TRUE(opened.has_value()) << opened.error().message;
+    Store& s = *opened.value();
+    s.begin_run(RunInfo{.host = "h",
+                        .kernel_release = "6.18",
+                        .nr_cpus = 2,
+                        .batch = 32,
+                        .page_size = 4096,
+                        .rssaudit_version = "0.1.0",
+                        .started_ns = 0});
+    const int64_t p = s.upsert_process({42, 420}, "copied", "/", 1);
+    SampleRow r;
+    r.process_id = p;
+    r.time_ns = 1'000'000'000;
+    r.stat_rss = 110;
+    r.precise = {0, 100, 0, 0};
+    s.add_sample(r);
+    ASSERT_TRUE(s.flush().has_value());
+  }  // closing checkpoints the WAL into the main file
+  fs::create_directories(copy_dir);
+  fs::copy_file(made, copy_dir / "copy.db");
+  fs::permissions(copy_dir, fs::perms(0555));
+  fs::permissions(copy_dir / "copy.db", fs::perms(0444));
+  fs::permissions(dir, fs::perms(0755));
+  const std::string as_user =
+      geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups "
+                     : "";
+  const auto r = run_command(as_user + kCli + " show 42 --db " +
+                             (copy_dir / "copy.db").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("'copied'"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.err.find("readonly"), std::string::npos) << r.err;
+  fs::permissions(copy_dir, fs::perms(0755));
+  fs::remove_all(dir);
+}
+
 TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   std::string templ = fs::temp_directory_path() / "rssaudit-q61-XXXXXX";
   const fs::path dir = mkdtemp(templ.data());
