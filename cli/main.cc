@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       "rssaudit: how wrong the kernel's RSS counters are, and what "
       "each counting scheme would report"};
   rssaudit::use_help_formatter(app);
+  app.set_version_flag("--version", "rssaudit " RSSAUDIT_VERSION);
   app.require_subcommand(1);
   register_simulate(app);
   register_record(app);

@@ -194,6 +194,7 @@ Result<DaemonOptions, OptionsError> load_daemon_options(
   DaemonOptions flags;
   CLI::App app{"rssauditd: audits every RSS counter update of this host"};
   use_help_formatter(app);
+  app.set_version_flag("--version", "rssauditd " RSSAUDIT_VERSION);
   add_options(app, flags);
   try {
     parse(app, args);

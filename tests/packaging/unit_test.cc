@@ -223,6 +223,7 @@ TEST(ExampleConfig, ListsEveryDaemonOption) {
        it != std::sregex_iterator(); ++it)
     options.insert((*it)[1]);
   options.erase("help");
+  options.erase("version");  // a flag that prints and exits, not a setting
   options.erase("config");  // not a key: the file cannot name itself
   ASSERT_GE(options.size(), 15u) << help.out;
   const std::string text = slurp(RSSAUDIT_EXAMPLE_CONFIG);
@@ -240,6 +241,48 @@ TEST(DaemonHelp, FitsIn80Columns) {
   for (std::string line; std::getline(lines, line); ++n)
     EXPECT_LE(line.size(), 80u) << line;
   EXPECT_GT(n, 20u);
+}
+
+// Man pages made from the programs' own --help by help2man: one per program
+// and per subcommand, each with its options (troff writes - as \-).
+TEST(ManPages, OnePerProgramAndSubcommandWithItsOptions) {
+  const std::string dir = RSSAUDIT_MAN_DIR;
+  if (dir.empty())
+    GTEST_SKIP() << "help2man not found (Debian package help2man)";
+  EXPECT_NE(slurp(dir + "/man8/rssauditd.8").find("\\-\\-metrics\\-processes"),
+            std::string::npos);
+  EXPECT_NE(slurp(dir + "/man1/rssaudit.1").find("whatif"), std::string::npos);
+  for (const char* sub : {"simulate", "record", "replay", "top", "show",
+                          "history", "export", "status", "whatif", "check"}) {
+    const std::string page =
+        slurp(dir + "/man1/rssaudit-" + std::string(sub) + ".1");
+    EXPECT_NE(page.find(".TH"), std::string::npos) << sub;
+    EXPECT_NE(page.find("rssaudit " + std::string(sub)), std::string::npos)
+        << sub;
+  }
+  EXPECT_NE(slurp(dir + "/man1/rssaudit-top.1").find("\\-\\-min\\-rss"),
+            std::string::npos);
+}
+
+// Completion from the programs' own --help: subcommands, then each one's
+// options, and rssauditd's.
+TEST(BashCompletion, CompletesSubcommandsAndTheirOptions) {
+  const std::string script =
+      std::string(RSSAUDIT_PACKAGING_DIR) + "/bash-completion/rssaudit";
+  auto complete = [&](const std::string& words, int cword) {
+    const std::string bin =
+        std::filesystem::path(RSSAUDIT_DAEMON).parent_path().string() + ":" +
+        (std::filesystem::path(RSSAUDIT_BUILD_DIR) / "cli").string();
+    return run_command("bash -c 'source " + script + "; PATH=" + bin +
+                       ":$PATH; COMP_WORDS=(" + words +
+                       "); COMP_CWORD=" + std::to_string(cword) +
+                       "; _rssaudit; echo \"${COMPREPLY[*]}\"'")
+        .out;
+  };
+  EXPECT_EQ(complete("rssaudit t", 1), "top\n");
+  EXPECT_EQ(complete("rssaudit top --min", 2), "--min-rss\n");
+  EXPECT_EQ(complete("rssaudit history x --st", 3), "--step\n");
+  EXPECT_EQ(complete("rssauditd --metrics-p", 1), "--metrics-processes\n");
 }
 
 }  // namespace
