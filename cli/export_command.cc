@@ -239,11 +239,14 @@ std::string scheme_chart(const std::vector<SchemeWindow>& schemes,
     const auto p = c.processes.find(s.process_id);
     const double kib =
         p != c.processes.end() ? double(c.page_size(p->second)) / 1024 : 4;
-    chart.groups.push_back({std::string(SchemeSet::kNames[s.scheme]),
-                            double(s.largest_error) * kib,
-                            s.bound
-                                ? std::optional<double>(double(*s.bound) * kib)
-                                : std::nullopt});
+    chart.groups.push_back(
+        {std::string(SchemeSet::kNames[s.scheme]),
+         double(s.largest_error) * kib,
+         s.bound ? std::optional<double>(double(*s.bound) * kib) : std::nullopt,
+         p != c.processes.end()
+             ? fmt::format("{} {}", p->second.identity.pid,
+                           printable(p->second.comm).substr(0, 15))
+             : std::string()});
   }
   return svg::bar_chart(chart);
 }

@@ -248,6 +248,9 @@ std::string bar_chart(const BarChart& c) {
     out += rect(x, y_of(g.error), bar, kBottom - y_of(g.error), "#d62728");
     out += text(x + bar / 2, y_of(g.error) - 4, c.y_text(g.error));
     out += text(x, kBottom + 20, g.label);
+    if (!g.sublabel.empty())
+      out += text(x, kBottom + 35, g.sublabel, "middle",
+                  "font-size=\"10\" fill=\"#555\"");
   }
   out += rect(kRight - 230, kTop - 30, 12, 10, "#b8c4d6");
   out += text(kRight - 212, kTop - 21, "bound", "start");

@@ -56,6 +56,7 @@ struct BarGroup {
   std::string label;
   double error = 0;
   std::optional<double> bound;  // empty: the scheme has no bound
+  std::string sublabel{};       // under the label, smaller: whose it is
 };
 
 struct BarChart {

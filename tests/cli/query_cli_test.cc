@@ -425,6 +425,9 @@ TEST_F(QueryCli, HtmlExportIsSelfContainedWithSvgPlots) {
   EXPECT_NE(drift.find("stroke-dasharray"), std::string::npos);
   EXPECT_NE(html.find("width=\"100%\""), std::string::npos);
   EXPECT_NE(html.find("KiB (log scale)"), std::string::npos);
+  // Each scheme's bars say whose interval they are.
+  EXPECT_NE(html.find("fill=\"#555\">100 big drifter</text>"),
+            std::string::npos);
   EXPECT_EQ(html.find("pages (log scale)"), std::string::npos);
   EXPECT_GE(count_of(html, "<p>"), 5u);
   // The largest processes, as stat reads them against the exact RSS.
