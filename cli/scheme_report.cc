@@ -111,8 +111,10 @@ std::vector<CLI::Option*> add_synthetic_options(CLI::App& sub,
       sub.add_option("--workload", r.workload,
                      "hop | threads | oscillate | forkstorm")
           ->capture_default_str(),
+      // -1 read as 2^64 - 1 never ended; a billion takes about a minute.
       sub.add_option("--updates", r.updates, "Counter updates to simulate")
-          ->capture_default_str(),
+          ->capture_default_str()
+          ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000'000})),
       sub.add_option("--seed", r.seed, "Random seed")->capture_default_str(),
       sub.add_option("--threads", r.threads,
                      "Threads for threads/oscillate (default min(CPUs, "

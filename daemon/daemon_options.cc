@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -30,9 +31,41 @@ std::string check_listen(const std::string& s) {
   const size_t colon = s.rfind(':');
   if (s.empty()) return "";
   if (colon == std::string::npos || colon + 1 == s.size() ||
-      s.find_first_not_of("0123456789", colon + 1) != std::string::npos)
-    return fmt::format("expects ADDRESS:PORT, got '{}'", s);
+      colon + 6 < s.size() ||
+      s.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+      std::stoul(s.substr(colon + 1)) > 65535)
+    return fmt::format("expects ADDRESS:PORT with a port up to 65535, got '{}'",
+                       s);
   return "";
+}
+
+constexpr double kYear = 365.0 * 86400;
+
+// A number: finite, from `min` to `max`, or 0 where `zero` (off, "until
+// stopped", "keep") is allowed. NaN, infinities and 1e-300 busy-loop or
+// overflow a timer.
+CLI::Validator finite_in(double min, double max, bool zero, const char* unit) {
+  return CLI::Validator(
+      [=](const std::string& text) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) v = NAN;
+        } catch (const std::exception&) {
+          v = NAN;
+        }
+        if (std::isfinite(v) && ((zero && v == 0) || (v >= min && v <= max)))
+          return "";
+        return fmt::format("takes {}{:g} to {:g} {}, got '{}'",
+                           zero ? "0 or " : "", min, max, unit, text);
+      },
+      "NUMBER");
+}
+
+// Seconds: a year is longer than any interval means.
+CLI::Validator seconds(double min, bool zero) {
+  return finite_in(min, kYear, zero, "seconds");
 }
 
 // One definition of every setting, used for flags and config keys alike.
@@ -41,14 +74,16 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "Config file: 'key = value' lines, keys as these options")
       ->capture_default_str();
   app.add_option("--duration", o.duration_s,
-                 "Stop after this many seconds (default: until SIGTERM)");
+                 "Stop after this many seconds (default: until SIGTERM)")
+      ->check(seconds(0.001, true));
   app.add_option("--pid", o.pid, "Audit only this process");
   app.add_option("--poll-ms", o.poll_ms,
                  "Longest poll period of the capture (shorter at high rates)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--summary-interval", o.summary_s,
-                 "Log a summary every this many seconds (0: off)");
+                 "Log a summary every this many seconds (0: off)")
+      ->check(seconds(0.1, true));
   app.add_option("--top", o.top,
                  "Processes listed in a summary, largest error first")
       ->capture_default_str();
@@ -57,11 +92,11 @@ void add_options(CLI::App& app, DaemonOptions& o) {
   app.add_option("--sample-interval", o.sample_s,
                  "Seconds between /proc samples of audited processes")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(seconds(0.01, false));
   app.add_option("--flush-interval", o.flush_s,
                  "Seconds between database transactions")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(seconds(0.01, false));
   app.add_option("--comm", o.recorder.comm, "Record only processes named so");
   app.add_option("--cgroup", o.recorder.cgroup,
                  "Record only processes in this cgroup v2 or below it "
@@ -77,7 +112,7 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "update since the capture started: its values hold still); "
                  "0: audit only processes that update")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds(0.1, true));
   app.add_option("--walk", o.walk,
                  "Page-table walks (smaps_rollup, pagemap): 'all' or PIDs")
       ->delimiter(',')
@@ -85,16 +120,16 @@ void add_options(CLI::App& app, DaemonOptions& o) {
   app.add_option("--walk-interval", o.walk_interval_s,
                  "Minimum seconds between walks of one process")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds(0.01, true));
   app.add_option("--walk-min-rss", o.walk_min_rss_pages,
                  "Walk only processes with at least this many pages");
   app.add_option("--retention-days", o.retention_days,
                  "Delete history older than this (0: keep)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_in(0.001, 36500, true, "days"));
   app.add_option("--retention-mib", o.retention_mib,
                  "Keep the history under this size (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_in(1, 1e9, true, "MiB"));
   app.add_option("--socket", o.socket,
                  "Control socket for live queries ('none': no socket)")
       ->capture_default_str();

@@ -127,9 +127,11 @@ TEST(SimulateCli, ToleranceOnThisHostsCpusIsChecksAnswer) {
 }
 
 TEST(SimulateCli, BadArgumentsAreUsageErrors) {
-  for (const char* args : {"--cpus 0", "--cpus 65537", "--cpus 384 --shape 8,8",
-                           "--cpus 4 --batch -3", "--cpus 4 --workload storm",
-                           "", "--cpus 4 --shape 8,x"}) {
+  for (const char* args :
+       {"--cpus 0", "--cpus 65537", "--cpus 384 --shape 8,8",
+        "--cpus 4 --batch -3", "--cpus 4 --workload storm", "",
+        "--cpus 4 --shape 8,x", "--cpus 4 --updates -1", "--cpus 4 --updates 0",
+        "--cpus 4 --updates 99999999999"}) {
     const auto r = run_command(kCli + " simulate " + args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_FALSE(r.err.empty()) << args;

@@ -118,6 +118,50 @@ TEST_F(DaemonOptionsTest, BadFlagIsAUsageError) {
   EXPECT_EQ(load({"--no-such-flag"}).error().exit_code, 2);
 }
 
+// Every number finite and in range: NaN, infinities and 1e-300 busy-loop or
+// overflow a timer, 1e10 s overflowed one, a port past 65535 wrapped.
+TEST_F(DaemonOptionsTest, NumbersMustBeFiniteAndInRange) {
+  write("");
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{
+           {"--sample-interval", "nan"},
+           {"--sample-interval", "1e-300"},
+           {"--sample-interval", "0"},
+           {"--flush-interval", "inf"},
+           {"--summary-interval", "1e10"},
+           {"--summary-interval", "-1"},
+           {"--duration", "inf"},
+           {"--duration", "nan"},
+           {"--quiet-interval", "1e-9"},
+           {"--walk-interval", "-inf"},
+           {"--retention-days", "nan"},
+           {"--retention-mib", "1e300"},
+           {"--metrics-listen", "127.0.0.1:99999"},
+           {"--metrics-listen", "127.0.0.1:0065536"},
+           {"--sample-interval", "5s"}}) {
+    const auto r = load(bad);
+    ASSERT_FALSE(r.has_value()) << bad[0] << " " << bad[1];
+    EXPECT_EQ(r.error().exit_code, 2) << bad[0] << " " << bad[1];
+  }
+  for (const std::vector<std::string>& good :
+       std::vector<std::vector<std::string>>{
+           {"--sample-interval", "0.5"},
+           {"--summary-interval", "0"},
+           {"--duration", "0"},
+           {"--duration", "30"},
+           {"--quiet-interval", "0"},
+           {"--retention-days", "0"},
+           {"--metrics-listen", "127.0.0.1:65535"}})
+    EXPECT_TRUE(load(good).has_value()) << good[0] << " " << good[1];
+  // In a config file too, naming its line.
+  write("sample-interval = nan\n");
+  const auto r = load({});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find(":1: key 'sample-interval'"),
+            std::string::npos)
+      << r.error().message;
+}
+
 TEST_F(DaemonOptionsTest, RestartOnlyChangesAreNamed) {
   DaemonOptions a, b;
   b.sample_s = 9;
