@@ -402,7 +402,7 @@ void print_json(const Report& r) {
       readers.push_back(tolerance_json(t, r.page_size));
     j["tolerance"] = {{"threads", r.threads}, {"readers", readers}};
   }
-  fmt::print("{}\n", j.dump(2));
+  fmt::print("{}\n", json_text(j));
 }
 
 // "label        text", the text wrapped at 80 columns under itself.

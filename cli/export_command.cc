@@ -152,14 +152,14 @@ void write_json(std::ostream& out, StoreReader& reader, const Context& c,
   }
   out << "{";
   for (const auto& [key, value] : head.items())
-    out << nlohmann::json(key).dump() << ":" << value.dump() << ",\n";
+    out << json_text(key, -1) << ":" << json_text(value, -1) << ",\n";
   out << "\"samples\":[";
   bool first = true;
   each_sample(reader, c, [&](const StoredSample& s) {
     nlohmann::json row = nlohmann::json::object();
     const Row cells = sample_cells(c, s);
     for (size_t i : columns) row[cells[i].first] = json_cell(cells[i].second);
-    out << (first ? "\n" : ",\n") << row.dump();
+    out << (first ? "\n" : ",\n") << json_text(row, -1);
     first = false;
   });
   out << "\n]}\n";

@@ -155,7 +155,7 @@ void run(const HistoryOptions& o) {
            {"fidelity_matched", json_or_null(r.fidelity_matched)},
            {"largest_error_pages", e}});
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j));
     return;
   }
   fmt::print("pid {} '{}', run {}, start ticks {}\n", p.identity.pid,

@@ -157,7 +157,7 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
     j["processes"] = json::array();
     for (const LiveProcess& p : ps)
       j["processes"].push_back(process_json(p, h.page_size));
-    fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
+    fmt::print("{}\n", json_text(j));
     return;
   }
   fmt::print("live from rssauditd on {} at {}: {} of {} audited processes\n",
@@ -219,7 +219,7 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
   if (query.json) {
     json j = source_json(live, h);
     j.update(process_json(p, h.page_size));
-    fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
+    fmt::print("{}\n", json_text(j));
     return;
   }
   const SizeUnit unit = query.unit();

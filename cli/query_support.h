@@ -91,6 +91,11 @@ void rank(std::vector<ProcessWindow>& windows, TopSort by);
 // `comm` safe for a terminal: control characters as '?'.
 std::string printable(std::string comm);
 
+// `j` as JSON text: bytes that are not UTF-8 (a process may name itself
+// "\xff") become U+FFFD instead of failing the output half-written.
+// `indent` < 0: one line.
+std::string json_text(const nlohmann::json& j, int indent = 2);
+
 // A JSON number, or null for a source that was not read.
 nlohmann::json json_or_null(const std::optional<int64_t>& v);
 

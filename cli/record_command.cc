@@ -126,7 +126,7 @@ void replay(const ReplayOptions& o) {
            {"fidelity_matched", m.fidelity_matched},
            {"largest_error_pages", errors}});
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j));
   } else {
     fmt::print("{}: kernel {}, {} CPUs, batch {}, {} events, {} mms\n", o.input,
                header.kernel_release, header.nr_cpu_ids, header.percpu_batch,

@@ -155,7 +155,7 @@ void run_synthetic(const SyntheticRun& run, std::string_view command, bool json,
         {"hpcc_shape", hpcc_shape(t)},
         {"schemes", schemes_json(r.schemes, r.updates, kPageSize)}};
     if (!source.empty()) j["source"] = source;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j));
     return;
   }
   fmt::print("{} CPUs, workload {}, {} updates in {} mm, seed {}\n", t.nr_cpus,

@@ -159,7 +159,7 @@ void run(const ShowOptions& o) {
   const std::vector<ModelErrorRow> errors =
       checked(reader->latest_model_errors(p.id));
   if (o.query.json) {
-    fmt::print("{}\n", json_of(p, run, sample, errors).dump(2));
+    fmt::print("{}\n", json_text(json_of(p, run, sample, errors)));
     return;
   }
   fmt::print("pid {} '{}', run {}, start ticks {}{}\n", p.identity.pid,

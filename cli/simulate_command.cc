@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/errors.h"
+#include "cli/query_support.h"
 #include "cli/scheme_report.h"
 #include "cli/units.h"
 #include "core/schemes/hpcc_tree.h"
@@ -44,14 +45,14 @@ void print_tolerance(const SimulateOptions& o) {
         readers.push_back(tolerance_json(r, kPageSize));
       schemes.push_back({{"name", name}, {"readers", readers}});
     }
-    fmt::print("{}\n", nlohmann::json{{"cpus", o.run.cpus},
-                                      {"threads", o.run.threads},
-                                      {"page_size", kPageSize},
-                                      {"upstream_batch", t.upstream_batch},
-                                      {"hpcc_batch", t.hpcc_batch},
-                                      {"hpcc_shape", hpcc_shape(t)},
-                                      {"schemes", schemes}}
-                           .dump(2));
+    fmt::print("{}\n",
+               json_text(nlohmann::json{{"cpus", o.run.cpus},
+                                        {"threads", o.run.threads},
+                                        {"page_size", kPageSize},
+                                        {"upstream_batch", t.upstream_batch},
+                                        {"hpcc_batch", t.hpcc_batch},
+                                        {"hpcc_shape", hpcc_shape(t)},
+                                        {"schemes", schemes}}));
     return;
   }
   fmt::print(
@@ -112,7 +113,7 @@ void print_table(const SimulateOptions& o) {
                  t.upstream_batch, upstream, pages_as_mib(upstream));
     }
   }
-  if (o.json) fmt::print("{}\n", rows.dump(2));
+  if (o.json) fmt::print("{}\n", json_text(rows));
 }
 
 void run(const SimulateOptions& o) {

@@ -106,8 +106,7 @@ void run(const StatusOptions& o) {
           {"gap_pages", gap->gap_pages},
           {"drift_now_pages", gap->now_pages},
           {"drift_at_most_pages", json_or_null(host_total.worst_case_pages)}};
-    fmt::print("{}\n",
-               j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    fmt::print("{}\n", json_text(j));
     return;
   }
   fmt::print("rssauditd on {} (kernel {}), up {}\n", printable(h.host),

@@ -177,7 +177,7 @@ void run(TopOptions o) {
     for (const ProcessWindow& w : living)
       j["processes"].push_back(window_json(w));
     for (const ProcessWindow& w : exited) j["exited"].push_back(window_json(w));
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j));
     return;
   }
   fmt::print("{} .. {}: {} of {} running processes sampled\n",

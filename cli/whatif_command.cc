@@ -203,7 +203,7 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
     }
     for (size_t i = 0; i < shown; ++i)
       j["mms"].push_back(mm_json(mms[i], s.models_as_recorded, page_size));
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j));
     return;
   }
   fmt::print("{}: kernel {}, {} CPUs, batch {}\n", s.name,

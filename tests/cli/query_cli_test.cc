@@ -602,6 +602,47 @@ TEST(QueryCliReadOnly, ACopyWithoutItsShmIsReadByAnyUser) {
   fs::remove_all(dir);
 }
 
+// A process may name itself with bytes that are not UTF-8: every JSON
+// output still completes and parses (U+FFFD in their place); it used to
+// fail after a partial write for as long as the process was in the window.
+TEST(QueryCliNames, JsonOutputsSurviveANameThatIsNotUtf8) {
+  std::string templ = fs::temp_directory_path() / "rssaudit-utf-XXXXXX";
+  const fs::path dir = mkdtemp(templ.data());
+  const std::string db = dir / "history.db";
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  {
+    auto opened = Store::open(db, {});
+    ASSERT_TRUE(opened.has_value()) << opened.error().message;
+    Store& s = *opened.value();
+    s.begin_run(RunInfo{.host = "h",
+                        .kernel_release = "6.18",
+                        .nr_cpus = 2,
+                        .batch = 32,
+                        .page_size = 4096,
+                        .rssaudit_version = "0.1.0",
+                        .started_ns = now - kMinute});
+    const int64_t p = s.upsert_process({77, 770}, "bad\xff\xfename", "/", now);
+    SampleRow r;
+    r.process_id = p;
+    r.time_ns = now - kMinute / 2;
+    r.stat_rss = 110;
+    r.precise = {0, 100, 0, 0};
+    s.add_sample(r);
+    ASSERT_TRUE(s.flush().has_value());
+  }
+  for (const std::string args : {"top --json", "history 77 --json",
+                                 "show 77 --json", "export --format json"}) {
+    const auto r = run_command(kCli + " " + args + " --db " + db);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("bad\xef\xbf\xbd"), std::string::npos) << args;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   std::string templ = fs::temp_directory_path() / "rssaudit-q61-XXXXXX";
   const fs::path dir = mkdtemp(templ.data());
