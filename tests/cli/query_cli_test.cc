@@ -474,8 +474,47 @@ TEST_F(QueryCli, HtmlReportRendersInHeadlessChromium) {
   EXPECT_NE(dom.out.find("big drifter"), std::string::npos);
 }
 
-// A run of a kernel before 6.2: no sample holds a precise value (status
-// reads the atomics too), and every query says which value is exact.
+// A database of one run (2 CPUs, 6.18, 4 KiB pages) from `started_ns`, for
+// a test with processes of its own; closing it checkpoints the WAL.
+std::unique_ptr<Store> one_run_store(const std::string& path,
+                                     int64_t started_ns) {
+  auto opened = Store::open(path, {});
+  if (!opened) {
+    ADD_FAILURE() << opened.error().message;
+    return nullptr;
+  }
+  std::unique_ptr<Store> s = std::move(opened).value();
+  s->begin_run(RunInfo{.host = "h",
+                       .kernel_release = "6.18",
+                       .nr_cpus = 2,
+                       .batch = 32,
+                       .page_size = 4096,
+                       .rssaudit_version = "0.1.0",
+                       .started_ns = started_ns});
+  return s;
+}
+
+// Process `pid` (start ticks pid x 10) with one sample at `time_ns`: `anon`
+// precise pages and stat's RSS `drift` pages off; its process id.
+int64_t add_sampled(Store& s, uint32_t pid, std::string_view comm,
+                    std::string_view cgroup, int64_t time_ns, int64_t anon,
+                    int64_t drift) {
+  const int64_t p = s.upsert_process({pid, pid * 10ull}, comm, cgroup, time_ns);
+  SampleRow r;
+  r.process_id = p;
+  r.time_ns = time_ns;
+  r.stat_rss = anon + drift;
+  r.precise = {0, anon, 0, 0};
+  s.add_sample(r);
+  return p;
+}
+
+int64_t wall_now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // top as users filter it: by name, cgroup subtree and RSS; exited
 // processes listed apart after the running ones; a process never named
 // (or pid 0) is no row, only counted.
@@ -483,31 +522,14 @@ TEST(QueryCliTop, FiltersAndListsExitedApart) {
   std::string templ = fs::temp_directory_path() / "rssaudit-qtop-XXXXXX";
   const fs::path dir = mkdtemp(templ.data());
   const std::string db = dir / "history.db";
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = wall_now();
   {
-    auto opened = Store::open(db, {});
-    ASSERT_TRUE(opened.has_value()) << opened.error().message;
-    Store& s = *opened.value();
-    s.begin_run(RunInfo{.host = "h",
-                        .kernel_release = "6.18",
-                        .nr_cpus = 2,
-                        .batch = 32,
-                        .page_size = 4096,
-                        .rssaudit_version = "0.1.0",
-                        .started_ns = now - 10 * kMinute});
+    const std::unique_ptr<Store> store = one_run_store(db, now - 10 * kMinute);
+    ASSERT_NE(store, nullptr);
+    Store& s = *store;
     auto add = [&](uint32_t pid, const char* comm, const char* cgroup,
                    int64_t anon, int64_t drift) {
-      const int64_t p =
-          s.upsert_process({pid, pid * 10ull}, comm, cgroup, now - 5 * kMinute);
-      SampleRow r;
-      r.process_id = p;
-      r.time_ns = now - 4 * kMinute;
-      r.stat_rss = anon + drift;
-      r.precise = {0, anon, 0, 0};
-      s.add_sample(r);
-      return p;
+      return add_sampled(s, pid, comm, cgroup, now - 4 * kMinute, anon, drift);
     };
     add(1, "db", "/system.slice/db.service", 50000, 30);
     add(2, "web", "/system.slice/web.service", 5000, -20);
@@ -566,24 +588,10 @@ TEST(QueryCliReadOnly, ACopyWithoutItsShmIsReadByAnyUser) {
   const fs::path dir = mkdtemp(templ.data());
   const fs::path made = dir / "made.db", copy_dir = dir / "copy";
   {
-    auto opened = Store::open(made, {});
-    ASSERT_TRUE(opened.has_value()) << opened.error().message;
-    Store& s = *opened.value();
-    s.begin_run(RunInfo{.host = "h",
-                        .kernel_release = "6.18",
-                        .nr_cpus = 2,
-                        .batch = 32,
-                        .page_size = 4096,
-                        .rssaudit_version = "0.1.0",
-                        .started_ns = 0});
-    const int64_t p = s.upsert_process({42, 420}, "copied", "/", 1);
-    SampleRow r;
-    r.process_id = p;
-    r.time_ns = 1'000'000'000;
-    r.stat_rss = 110;
-    r.precise = {0, 100, 0, 0};
-    s.add_sample(r);
-    ASSERT_TRUE(s.flush().has_value());
+    const std::unique_ptr<Store> s = one_run_store(made, 0);
+    ASSERT_NE(s, nullptr);
+    add_sampled(*s, 42, "copied", "/", 1'000'000'000, 100, 10);
+    ASSERT_TRUE(s->flush().has_value());
   }  // closing checkpoints the WAL into the main file
   fs::create_directories(copy_dir);
   fs::copy_file(made, copy_dir / "copy.db");
@@ -609,28 +617,12 @@ TEST(QueryCliNames, JsonOutputsSurviveANameThatIsNotUtf8) {
   std::string templ = fs::temp_directory_path() / "rssaudit-utf-XXXXXX";
   const fs::path dir = mkdtemp(templ.data());
   const std::string db = dir / "history.db";
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = wall_now();
   {
-    auto opened = Store::open(db, {});
-    ASSERT_TRUE(opened.has_value()) << opened.error().message;
-    Store& s = *opened.value();
-    s.begin_run(RunInfo{.host = "h",
-                        .kernel_release = "6.18",
-                        .nr_cpus = 2,
-                        .batch = 32,
-                        .page_size = 4096,
-                        .rssaudit_version = "0.1.0",
-                        .started_ns = now - kMinute});
-    const int64_t p = s.upsert_process({77, 770}, "bad\xff\xfename", "/", now);
-    SampleRow r;
-    r.process_id = p;
-    r.time_ns = now - kMinute / 2;
-    r.stat_rss = 110;
-    r.precise = {0, 100, 0, 0};
-    s.add_sample(r);
-    ASSERT_TRUE(s.flush().has_value());
+    const std::unique_ptr<Store> s = one_run_store(db, now - kMinute);
+    ASSERT_NE(s, nullptr);
+    add_sampled(*s, 77, "bad\xff\xfename", "/", now - kMinute / 2, 100, 10);
+    ASSERT_TRUE(s->flush().has_value());
   }
   for (const std::string args : {"top --json", "history 77 --json",
                                  "show 77 --json", "export --format json"}) {
@@ -643,6 +635,8 @@ TEST(QueryCliNames, JsonOutputsSurviveANameThatIsNotUtf8) {
   fs::remove_all(dir);
 }
 
+// A run of a kernel before 6.2: no sample holds a precise value (status
+// reads the atomics too), and every query says which value is exact.
 TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   std::string templ = fs::temp_directory_path() / "rssaudit-q61-XXXXXX";
   const fs::path dir = mkdtemp(templ.data());
