@@ -90,7 +90,8 @@ ReplayOutcome replay_file(
         ++out.events;
         reconstructor->on_event(e, *sink);
         latest_start = std::max<uint64_t>(latest_start, e.start_ns);
-      });
+      },
+      [&](const RecordedName& name) { out.names.add(name); });
   std::vector<uint8_t> buf(1 << 20);
   size_t n;
   while (!out.error && (n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {

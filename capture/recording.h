@@ -9,6 +9,7 @@
 #include <string>
 
 #include "capture/delta_reconstructor.h"
+#include "capture/recorded_names.h"
 #include "core/formats/record_format.h"
 #include "core/schemes/topology.h"
 
@@ -25,6 +26,9 @@ class RecordingFile {
   void append(const rss_event& e) {
     ++events_;
     if (writer_.append(e)) write_ready();
+  }
+  void append_name(const RecordedName& name) {
+    if (writer_.append_name(name)) write_ready();
   }
   // Seals the last block and writes it; throws naming the path on error.
   void close();
@@ -43,6 +47,7 @@ struct ReplayOutcome {
   std::optional<RecordHeader> header;  // empty: the file has none
   uint64_t events = 0;
   ReconstructorStats stats;
+  RecordedNames names;               // none in a format-1 file
   std::optional<RecordError> error;  // where the file stopped being valid
 };
 

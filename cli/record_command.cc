@@ -8,6 +8,8 @@
 
 #include "capture/audit_pipeline.h"
 #include "capture/bpf_capture.h"
+#include "capture/exited_lookup.h"
+#include "capture/recorded_names.h"
 #include "capture/recording.h"
 #include "cli/errors.h"
 #include "cli/query_support.h"
@@ -51,8 +53,24 @@ void record(const RecordOptions& o) {
     throw std::runtime_error("cannot capture: " + opened.error().message);
   const std::unique_ptr<BpfCapture> capture = std::move(opened).value();
   RecordingFile file(o.output, host_record_header(capture->possible_cpus()));
+  // Each new mm is named after the drain that shows it, off the per-event
+  // path: the name /proc gives then (within a poll of its first update, so
+  // the name after its exec), else the one its exit left.
+  MmsToName to_name;
+  ProcessSampler sampler{WalkPolicy{}};
   auto drain = [&] {
-    capture->poll(monotonic_ns(), [&](const rss_event& e) { file.append(e); });
+    capture->poll(monotonic_ns(), [&](const rss_event& e) {
+      file.append(e);
+      to_name.see(e);
+    });
+    for (const auto& [mm, tgid] : to_name.take()) {
+      const IdentityResult who = sampler.identify(tgid);
+      if (who.stat) {
+        file.append_name({mm, tgid, who.stat->comm});
+      } else if (const auto gone = capture->exited(tgid)) {
+        file.append_name({mm, tgid, comm_of(*gone)});
+      }
+    }
     return true;
   };
   // Said once the programs are attached: what follows is captured.
@@ -88,6 +106,7 @@ void replay(const ReplayOptions& o) {
   // ended (only the last --mms-kept of which are reported).
   const uint64_t total = pipeline->live_mms() + pipeline->finished_mms();
   rank_by_error(mms);
+  std::vector<std::optional<std::string>> comms = r.names.names_of(mms);
   if (mms.size() > o.top) mms.resize(o.top);
   const uint64_t checked = pipeline->fidelity_checked();
   if (o.json) {
@@ -105,12 +124,14 @@ void replay(const ReplayOptions& o) {
                                           : nlohmann::json(nullptr)},
                         {"mms_audited", total},
                         {"mms", nlohmann::json::array()}};
-    for (const MmSummary& m : mms) {
+    for (size_t i = 0; i < mms.size(); ++i) {
+      const MmSummary& m = mms[i];
       nlohmann::json errors;
       for (size_t i = 0; i < SchemeSet::kCount; ++i)
         errors[std::string(SchemeSet::kNames[i])] = m.largest_error[i];
       j["mms"].push_back(
           {{"tgid", m.tgid},
+           {"comm", comms[i] ? nlohmann::json(*comms[i]) : nlohmann::json()},
            {"from_zero", m.from_zero},
            {"alive", m.alive},
            {"updates", m.updates},
@@ -140,15 +161,22 @@ void replay(const ReplayOptions& o) {
           "(--mms-kept)\n",
           o.mms_kept);
     fmt::print("\n");
-    fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", "tgid",
-               "alive", "updates", "exact pg", "kernel pg", "drift", "peak pg",
-               "max err");
-    for (const MmSummary& m : mms) {
-      fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9}\n", m.tgid,
-                 m.alive ? "yes" : "no", m.updates,
+    if (r.names.empty() && !mms.empty())
+      fmt::print(
+          "the recording holds no process names (rssaudit before format 2 "
+          "wrote none)\n");
+    // The name last, as ps and top print COMMAND: it has no fixed width.
+    fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9} {}\n",
+               "tgid", "alive", "updates", "exact pg", "kernel pg", "drift",
+               "peak pg", "max err", "comm");
+    for (size_t i = 0; i < mms.size(); ++i) {
+      const MmSummary& m = mms[i];
+      fmt::print("{:>8} {:>6} {:>9} {:>10} {:>10} {:>8} {:>10} {:>9} {}\n",
+                 m.tgid, m.alive ? "yes" : "no", m.updates,
                  m.absolute ? fmt::format("{}", m.exact_rss) : "?",
                  known_text(m.known_kernel_rss()), known_text(m.known_drift()),
-                 m.peak_rss, m.largest_error[0]);
+                 m.peak_rss, m.largest_error[0],
+                 comms[i] ? printable(*comms[i]) : "?");
     }
   }
   if (r.error)

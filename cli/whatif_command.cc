@@ -121,7 +121,9 @@ struct StreamSource {
   bool models_as_recorded = true;
   uint64_t events = 0;
   ReconstructorStats stats;
-  uint64_t drops = 0;  // live: records lost in capture
+  uint64_t drops = 0;                    // live: records lost in capture
+  RecordedNames names;                   // recording: who each mm belonged to
+  std::optional<std::string> live_comm;  // live: the pid's name at the end
   std::optional<RecordError> error;
 };
 
@@ -134,11 +136,13 @@ Topology models_for(const WhatifOptions& o, const RecordHeader& h,
   return model_topology(o.synthetic.model, o.synthetic.cpus);
 }
 
-nlohmann::json mm_json(const MmReport& r, bool with_fidelity,
-                       int64_t page_size) {
+nlohmann::json mm_json(const MmReport& r,
+                       const std::optional<std::string>& comm,
+                       bool with_fidelity, int64_t page_size) {
   const MmSummary& m = r.summary;
   nlohmann::json j = {
       {"tgid", m.tgid},
+      {"comm", comm ? nlohmann::json(*comm) : nlohmann::json()},
       {"alive", m.alive},
       {"from_zero", m.from_zero},
       {"updates", m.updates},
@@ -166,6 +170,15 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
                      return a.summary.updates > b.summary.updates;
                    });
   const size_t shown = o.pid ? mms.size() : std::min(o.top, mms.size());
+  std::vector<MmSummary> summaries;
+  for (const MmReport& r : mms) summaries.push_back(r.summary);
+  // Live: the pid's mm alive at the end bears its name; one an exec
+  // left had another, not known.
+  std::vector<std::optional<std::string>> comms = s.names.names_of(summaries);
+  if (s.kind == "live") {
+    for (size_t i = 0; i < mms.size(); ++i)
+      if (mms[i].summary.alive) comms[i] = s.live_comm;
+  }
   const int64_t page_size = s.header.page_size ? s.header.page_size : kPageSize;
   const ReconstructorStats& st = s.stats;
   const AuditPipeline& p = audit.pipeline();
@@ -202,7 +215,8 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
       j["recording"] = s.name;
     }
     for (size_t i = 0; i < shown; ++i)
-      j["mms"].push_back(mm_json(mms[i], s.models_as_recorded, page_size));
+      j["mms"].push_back(
+          mm_json(mms[i], comms[i], s.models_as_recorded, page_size));
     fmt::print("{}\n", json_text(j));
     return;
   }
@@ -226,11 +240,13 @@ void print_report(const WhatifOptions& o, const StreamSource& s,
              shape_text(hpcc_shape(s.models)));
   for (size_t i = 0; i < shown; ++i) {
     const MmSummary& m = mms[i].summary;
-    fmt::print("\npid {}, mm {} of {}: {} updates ({} flagged), peak {}, {}\n",
-               m.tgid, i + 1, mms.size(), m.updates, m.flagged,
-               m.absolute ? format_size(m.peak_rss, page_size, o.units.unit())
-                          : std::string("unknown"),
-               m.alive ? "alive" : "ended");
+    fmt::print(
+        "\npid {} ({}), mm {} of {}: {} updates ({} flagged), peak {}, {}\n",
+        m.tgid, comms[i] ? printable(*comms[i]) : "?", i + 1, mms.size(),
+        m.updates, m.flagged,
+        m.absolute ? format_size(m.peak_rss, page_size, o.units.unit())
+                   : std::string("unknown"),
+        m.alive ? "alive" : "ended");
     if (!m.from_zero)
       fmt::print(
           "  existed before the capture: figures from its first "
@@ -272,6 +288,7 @@ void whatif_recording(const WhatifOptions& o) {
   }
   s.events = r.events;
   s.stats = r.stats;
+  s.names = std::move(r.names);
   s.error = r.error;
   if (!audit)
     throw std::runtime_error(
@@ -335,8 +352,10 @@ void whatif_live(const WhatifOptions& o) {
   audit.finish();
   // Named after an exec during the capture (a shell's child becomes
   // python3), as long as it still runs.
-  if (!process_gone(sampler, o.pid))
-    s.name = fmt::format("pid {} ({})", o.pid, comm_of(sampler, o.pid));
+  if (!process_gone(sampler, o.pid)) {
+    s.live_comm = comm_of(sampler, o.pid);
+    s.name = fmt::format("pid {} ({})", o.pid, *s.live_comm);
+  }
   s.events = live.records();
   s.stats = live.stats();
   s.drops = live.capture().drops();

@@ -31,12 +31,15 @@ static_assert(offsetof(rss_event, preempt) == 47);
 
 constexpr std::string_view kFileMagic = "RSSAUDIT";
 constexpr std::string_view kBlockMagic = "RBLK";
+constexpr std::string_view kNamesMagic = "RNAM";
 // magic, version and length: enough to tell what the rest will be.
 constexpr size_t kHeaderPrefixBytes = 16;
 constexpr size_t kMinHeaderBytes = 56;
 constexpr size_t kMaxHeaderBytes = kMinHeaderBytes + 2 * kMaxTextBytes;
 constexpr size_t kBlockHeaderBytes = 16;
 constexpr size_t kEventBytes = sizeof(rss_event);
+constexpr size_t kNameBytes = 32;
+constexpr size_t kCommField = 16;
 
 uint32_t crc(std::span<const uint8_t> bytes) {
   return static_cast<uint32_t>(
@@ -62,6 +65,17 @@ void put_text(std::vector<uint8_t>& out, std::string_view text,
 // counts has been written.
 void put_at(std::vector<uint8_t>& out, size_t at, uint32_t value) {
   for (size_t i = 0; i < 4; ++i) out[at + i] = (value >> (8 * i)) & 0xff;
+}
+
+// Fills the block header at the front of `block`, whose payload follows it.
+void frame(std::vector<uint8_t>& block, std::string_view magic,
+           uint32_t count) {
+  const std::span<const uint8_t> payload =
+      std::span(block).subspan(kBlockHeaderBytes);
+  std::memcpy(block.data(), magic.data(), 4);
+  put_at(block, 4, count);
+  put_at(block, 8, static_cast<uint32_t>(payload.size()));
+  put_at(block, 12, crc(payload));
 }
 
 uint64_t get(std::span<const uint8_t> in, size_t at, size_t bytes) {
@@ -101,6 +115,19 @@ RecordWriter::RecordWriter(const RecordHeader& header, uint32_t block_records)
 
   block_.reserve(kBlockHeaderBytes + size_t{block_records} * kEventBytes);
   block_.resize(kBlockHeaderBytes);
+  names_.resize(kBlockHeaderBytes);
+}
+
+bool RecordWriter::append_name(const RecordedName& name) {
+  put(names_, name.mm, 8);
+  put(names_, name.tgid, 4);
+  put(names_, 0, 4);
+  const size_t length = std::min(name.comm.size(), kRecordedCommBytes);
+  names_.insert(names_.end(), name.comm.begin(), name.comm.begin() + length);
+  names_.insert(names_.end(), kCommField - length, 0);
+  if (++name_count_ < kMaxBlockRecords) return false;
+  seal_names();
+  return true;
 }
 
 bool RecordWriter::append(const rss_event& event) {
@@ -113,18 +140,24 @@ bool RecordWriter::append(const rss_event& event) {
 
 void RecordWriter::flush() {
   if (block_count_ > 0) seal();
+  seal_names();
 }
 
 void RecordWriter::seal() {
-  const std::span<const uint8_t> payload =
-      std::span(block_).subspan(kBlockHeaderBytes);
-  std::memcpy(block_.data(), kBlockMagic.data(), 4);
-  put_at(block_, 4, block_count_);
-  put_at(block_, 8, static_cast<uint32_t>(payload.size()));
-  put_at(block_, 12, crc(payload));
+  frame(block_, kBlockMagic, block_count_);
   ready_.insert(ready_.end(), block_.begin(), block_.end());
   block_.resize(kBlockHeaderBytes);
   block_count_ = 0;
+  // The names of mms first seen in this block (or before) follow it.
+  seal_names();
+}
+
+void RecordWriter::seal_names() {
+  if (name_count_ == 0) return;
+  frame(names_, kNamesMagic, name_count_);
+  ready_.insert(ready_.end(), names_.begin(), names_.end());
+  names_.resize(kBlockHeaderBytes);
+  name_count_ = 0;
 }
 
 std::span<const uint8_t> RecordWriter::take() {
@@ -135,8 +168,11 @@ std::span<const uint8_t> RecordWriter::take() {
 }
 
 RecordReader::RecordReader(std::function<void(const RecordHeader&)> on_header,
-                           std::function<void(const rss_event&)> on_event)
-    : on_header_(std::move(on_header)), on_event_(std::move(on_event)) {}
+                           std::function<void(const rss_event&)> on_event,
+                           std::function<void(const RecordedName&)> on_name)
+    : on_header_(std::move(on_header)),
+      on_event_(std::move(on_event)),
+      on_name_(std::move(on_name)) {}
 
 Result<void, RecordError> RecordReader::outcome() const {
   if (error_) return unexpected(*error_);
@@ -162,8 +198,12 @@ Result<void, RecordError> RecordReader::finish() {
   if (error_ || (have_header_ && pending_.empty())) return outcome();
   const std::span<const uint8_t> rest = pending_;
   const size_t prefix = have_header_ ? kBlockHeaderBytes : kHeaderPrefixBytes;
-  const std::string what =
-      have_header_ ? "truncated block" : "truncated file header";
+  const std::string what = !have_header_ ? "truncated file header"
+                           : version_ >= 2 &&
+                                   rest.size() >= kNamesMagic.size() &&
+                                   starts_with(rest, kNamesMagic)
+                               ? "truncated name block"
+                               : "truncated block";
   if (rest.size() < prefix) {
     fail(what, fmt::format("the file ends after {} bytes", rest.size()));
   } else {
@@ -236,38 +276,69 @@ size_t RecordReader::parse_header(std::span<const uint8_t> in) {
   if (at + 4 != length) {
     return fail(kWhat, fmt::format("{} unexplained bytes", length - at - 4));
   }
+  version_ = static_cast<uint32_t>(version);
   have_header_ = true;
   on_header_(h);
   return length;
 }
 
 size_t RecordReader::parse_block(std::span<const uint8_t> in) {
-  constexpr std::string_view kWhat = "corrupt block";
-  if (!starts_with(in, kBlockMagic)) return fail(kWhat, "bad block magic");
-  if (in.size() < kBlockHeaderBytes) return 0;
+  if (version_ >= 2 && starts_with(in, kNamesMagic)) {
+    // Judged once the magic is whole: a cut "RN" could still be "RBLK".
+    if (in.size() >= kNamesMagic.size()) return parse_names(in);
+    return 0;
+  }
+  if (!starts_with(in, kBlockMagic))
+    return fail("corrupt block", "bad block magic");
+  const auto payload =
+      payload_of(in, {"corrupt block", "record", kEventBytes, 0});
+  if (!payload) return 0;
+  for (size_t at = 0; at < payload->size(); at += kEventBytes) {
+    rss_event event;  // copied out: the payload need not be 8-byte aligned
+    std::memcpy(&event, &(*payload)[at], kEventBytes);
+    on_event_(event);
+  }
+  return kBlockHeaderBytes + payload->size();
+}
+
+size_t RecordReader::parse_names(std::span<const uint8_t> in) {
+  const auto payload =
+      payload_of(in, {"corrupt name block", "name", kNameBytes, 1});
+  if (!payload) return 0;
+  for (size_t at = 0; at < payload->size(); at += kNameBytes) {
+    const auto* comm = reinterpret_cast<const char*>(&(*payload)[at + 16]);
+    RecordedName name{
+        .mm = get(*payload, at, 8),
+        .tgid = static_cast<uint32_t>(get(*payload, at + 8, 4)),
+        .comm = std::string(comm, strnlen(comm, kRecordedCommBytes))};
+    if (on_name_) on_name_(name);
+  }
+  return kBlockHeaderBytes + payload->size();
+}
+
+std::optional<std::span<const uint8_t>> RecordReader::payload_of(
+    std::span<const uint8_t> in, const Framing& f) {
+  if (in.size() < kBlockHeaderBytes) return std::nullopt;
   const uint64_t count = get(in, 4, 4);
   const uint64_t payload_size = get(in, 8, 4);
-  if (count > kMaxBlockRecords) {
-    return fail(kWhat, fmt::format("record count {} exceeds {}", count,
-                                   kMaxBlockRecords));
+  if (count < f.min_count || count > kMaxBlockRecords) {
+    fail(f.what, fmt::format("{} count {} outside {}..{}", f.unit, count,
+                             f.min_count, kMaxBlockRecords));
+    return std::nullopt;
   }
-  if (payload_size != count * kEventBytes) {
-    return fail(kWhat,
-                fmt::format("payload length {} is not {} records of {} bytes",
-                            payload_size, count, kEventBytes));
+  if (payload_size != count * f.unit_bytes) {
+    fail(f.what, fmt::format("payload length {} is not {} {}s of {} bytes",
+                             payload_size, count, f.unit, f.unit_bytes));
+    return std::nullopt;
   }
-  if (in.size() < kBlockHeaderBytes + payload_size) return 0;
+  if (in.size() < kBlockHeaderBytes + payload_size) return std::nullopt;
   const std::span<const uint8_t> payload =
       in.subspan(kBlockHeaderBytes, payload_size);
   if (crc(payload) != get(in, 12, 4)) {
-    return fail(kWhat, "payload CRC mismatch");
+    fail(f.what, "payload CRC mismatch");
+    return std::nullopt;
   }
-  for (size_t at = 0; at < payload.size(); at += kEventBytes) {
-    rss_event event;  // copied out: the payload need not be 8-byte aligned
-    std::memcpy(&event, &payload[at], kEventBytes);
-    on_event_(event);
-  }
-  return kBlockHeaderBytes + payload_size;
+  return payload;
 }
 
 }  // namespace rssaudit

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
@@ -167,9 +168,12 @@ TEST(ReplayAndWhatif, AgreeOnEveryMmOfARecording) {
   RecordWriter w(h, 256);
   uint64_t time = 1'000'000;
   constexpr uint32_t kMms = 1100;
-  for (uint32_t i = 0; i + 1 < kMms; ++i)
-    MmScript(0xffff000000001000 + uint64_t{i} * 4096, 5000 + i, kCpus)
-        .write(w, 3, kBatch, time);
+  for (uint32_t i = 0; i + 1 < kMms; ++i) {
+    const uint64_t mm = 0xffff000000001000 + uint64_t{i} * 4096;
+    MmScript(mm, 5000 + i, kCpus).write(w, 3, kBatch, time);
+    w.append_name({mm, 5000 + i, "proc-" + std::to_string(i)});
+  }
+  w.append_name({0xffff0000ffff0000, 9999, "old-one"});
   // An mm from before the recording: two updates, no creation.
   for (int i = 0; i < 2; ++i) {
     rss_event e{};
@@ -210,6 +214,20 @@ TEST(ReplayAndWhatif, AgreeOnEveryMmOfARecording) {
       EXPECT_TRUE(mm["exact_rss_pages"].is_null()) << "unknown, not a sum";
     }
   EXPECT_TRUE(seen);
+  // Both name every mm alike, from the names the recording holds.
+  const auto all_replayed =
+      json_of("replay --json --top 5000 " + path.string());
+  const auto all_whatif =
+      json_of("whatif --json --top 5000 --recording " + path.string());
+  std::map<uint32_t, std::string> replay_names, whatif_names;
+  for (const auto& mm : all_replayed["mms"])
+    replay_names[mm["tgid"]] = mm["comm"];
+  for (const auto& mm : all_whatif["mms"])
+    whatif_names[mm["tgid"]] = mm["comm"];
+  EXPECT_EQ(replay_names.size(), kMms);
+  EXPECT_EQ(replay_names, whatif_names);
+  EXPECT_EQ(replay_names[5007], "proc-7");
+  EXPECT_EQ(replay_names[9999], "old-one");
   const auto text =
       run_command(kCli + " replay --mms-kept 10 " + path.string());
   EXPECT_NE(text.out.find("1100 mms"), std::string::npos) << text.out;

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -122,11 +124,26 @@ TEST_F(RecordingTest, RecordAndReplayCommandsEndToEnd) {
   // the guest kernel (an int3 of the code patching, in trace_rss_stat).
   const std::string said = path.string() + ".err";
   std::atomic<bool> recorded{false};
+  std::vector<pid_t> loops;  // written by the workload, read after join
+  pid_t execed = 0;
   std::thread workload([&] {
+    // A thread's name is what its forks are called: the children are
+    // "fault-loop" from birth, whatever this test binary is called.
+    prctl(PR_SET_NAME, "fault-loop");
     while (!recorded &&
            testing::slurp(said).find("recording to") == std::string::npos)
       usleep(20'000);
-    while (!recorded) waitpid(spawn_fault_loop(8), nullptr, 0);
+    // One child execs at once: its forked mm must not take the new name.
+    execed = fork();
+    if (execed == 0) {
+      execl("/bin/sleep", "sleep", "0.3", nullptr);
+      _exit(127);
+    }
+    while (!recorded) {
+      loops.push_back(spawn_fault_loop(8));
+      waitpid(loops.back(), nullptr, 0);
+    }
+    waitpid(execed, nullptr, 0);
   });
   auto rec = testing::run_command("(" + cli + " record --duration 1.5 -o " +
                                   path.string() + " 2>" + said + ")");
@@ -141,6 +158,29 @@ TEST_F(RecordingTest, RecordAndReplayCommandsEndToEnd) {
   const auto j = nlohmann::json::parse(rep.out);
   EXPECT_GE(j["updates"].get<uint64_t>(), 2048u);
   EXPECT_EQ(j["fidelity_matched"], j["fidelity_checked"]);
+
+  // Every mm named as its process was called while it lived, or not at all.
+  const auto all = testing::run_command(cli + " replay --json --top 100000 " +
+                                        path.string());
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  size_t loops_named = 0;
+  bool sleep_named = false;
+  const auto replayed = nlohmann::json::parse(all.out);
+  for (const auto& m : replayed["mms"]) {
+    const auto tgid = m["tgid"].get<pid_t>();
+    if (std::find(loops.begin(), loops.end(), tgid) != loops.end()) {
+      EXPECT_EQ(m["comm"], "fault-loop") << m;
+      ++loops_named;
+    }
+    if (tgid == execed && m["comm"] == "sleep") {
+      EXPECT_FALSE(sleep_named) << "two mms of pid " << execed << " as sleep";
+      sleep_named = true;
+    } else if (tgid == execed && !m["comm"].is_null()) {
+      EXPECT_EQ(m["comm"], "fault-loop") << m;
+    }
+  }
+  EXPECT_GE(loops_named, 1u);
+  EXPECT_TRUE(sleep_named) << all.out.substr(0, 2000);
 
   // A cut file: exit 1, the error names the byte offset, the rest replayed.
   const auto size = std::filesystem::file_size(path);

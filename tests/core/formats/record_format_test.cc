@@ -1,6 +1,7 @@
 #include "core/formats/record_format.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -58,6 +59,7 @@ Bytes encode(const std::vector<rss_event>& events, uint32_t block_records) {
 struct Decoded {
   std::optional<RecordHeader> header;
   std::vector<rss_event> events;
+  std::vector<RecordedName> names;
   std::optional<RecordError> error;
 };
 
@@ -73,7 +75,8 @@ Decoded decode(std::span<const uint8_t> file, size_t chunk) {
       [&](const rss_event& e) {
         EXPECT_TRUE(out.header) << "event before the header";
         out.events.push_back(e);
-      });
+      },
+      [&](const RecordedName& n) { out.names.push_back(n); });
   for (size_t at = 0; at < file.size() && !out.error; at += chunk) {
     auto fed = reader.feed(file.subspan(at, std::min(chunk, file.size() - at)));
     if (!fed) out.error = fed.error();
@@ -150,7 +153,7 @@ TEST(RecordFormat, FileHeaderHasTheDocumentedLayout) {
            uint32_t{file[at + 3]} << 24;
   };
   EXPECT_EQ(std::string(file.begin(), file.begin() + 8), "RSSAUDIT");
-  EXPECT_EQ(u32(8), 1u);
+  EXPECT_EQ(u32(8), 2u);
   EXPECT_EQ(u32(12), kHeaderBytes);
   EXPECT_EQ(u32(16), 64u);
   EXPECT_EQ(u32(20), 48u);
@@ -288,12 +291,12 @@ TEST(RecordFormat, SomethingElseIsNotARecording) {
 
 TEST(RecordFormat, ANewerFormatSaysSoBeforeCheckingAnythingElse) {
   Bytes file = encode(random_events(4, 7), 3);
-  file[8] = 2;  // the CRC no longer matches either: the version comes first
+  file[8] = 3;  // the CRC no longer matches either: the version comes first
   const Decoded d = decode(file, file.size());
   ASSERT_TRUE(d.error);
   EXPECT_EQ(d.error->message,
             "unsupported recording at byte 0: written by a newer rssaudit "
-            "(format 2; this build reads format 1)");
+            "(format 3; this build reads format 2)");
   EXPECT_FALSE(d.header);
   EXPECT_TRUE(d.events.empty());
 }
@@ -327,6 +330,109 @@ TEST(RecordFormat, WriterRejectsWhatTheFormatCannotHold) {
   EXPECT_FALSE(d.error) << d.error->message;
   EXPECT_EQ(d.header, long_name);
   EXPECT_TRUE(same_events(d.events, one));
+}
+
+// Names, one after every second event: each name block follows the event
+// block it was added during (or the flush).
+struct Named {
+  Bytes file;
+  std::vector<rss_event> events;
+  std::vector<RecordedName> names;
+};
+
+Named encode_named(size_t n, uint32_t block_records) {
+  Named out{{}, random_events(n, 9), {}};
+  RecordWriter writer(kHeader, block_records);
+  const auto take = [&] {
+    const std::span<const uint8_t> bytes = writer.take();
+    out.file.insert(out.file.end(), bytes.begin(), bytes.end());
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 2 == 0) {
+      out.names.push_back({.mm = 0xffff888000000000 + i,
+                           .tgid = uint32_t(1000 + i),
+                           .comm = i % 4 ? "kworker/0:1H" : "\n\xff odd"});
+      EXPECT_FALSE(writer.append_name(out.names.back()));
+    }
+    if (writer.append(out.events[i])) take();
+  }
+  writer.flush();
+  take();
+  return out;
+}
+
+TEST(RecordFormat, NamesRoundTripBetweenTheBlocks) {
+  const Named named = encode_named(7, 3);
+  // Header, then (events, names) for blocks of 3, 3 and 1 event: 2, 1 and
+  // 1 names.
+  EXPECT_EQ(named.file.size(),
+            kHeaderBytes + 3 * 16 + 48 * 7 + 3 * 16 + 32 * named.names.size());
+  const size_t names_at = kHeaderBytes + 16 + 3 * 48;
+  EXPECT_EQ(std::string(&named.file[names_at], &named.file[names_at + 4]),
+            "RNAM");
+  EXPECT_EQ(named.file[names_at + 4], 2);
+  for (size_t chunk : {named.file.size(), size_t{1}, size_t{5}}) {
+    const Decoded d = decode(named.file, chunk);
+    EXPECT_FALSE(d.error) << d.error->message;
+    EXPECT_TRUE(same_events(d.events, named.events));
+    EXPECT_EQ(d.names, named.names) << "chunk " << chunk;
+  }
+}
+
+TEST(RecordFormat, ANameIsCutWhereTheKernelCutsIt) {
+  RecordWriter writer(kHeader, 3);
+  writer.append_name({.mm = 1, .tgid = 2, .comm = "a-name-longer-than-15"});
+  writer.flush();
+  const auto bytes = writer.take();
+  const Decoded d = decode(Bytes(bytes.begin(), bytes.end()), 64);
+  EXPECT_FALSE(d.error) << d.error->message;
+  ASSERT_EQ(d.names.size(), 1u);
+  EXPECT_EQ(d.names[0].comm, "a-name-longer-t");
+}
+
+TEST(RecordFormat, ADamagedOrCutNameBlockIsNamedAndWhatPrecedesItKept) {
+  const Named named = encode_named(7, 3);
+  const size_t names_at = kHeaderBytes + 16 + 3 * 48;
+  const size_t names_end = names_at + 16 + 2 * 32;
+  for (size_t byte = names_at; byte < names_end; ++byte) {
+    SCOPED_TRACE("byte " + std::to_string(byte));
+    Bytes bad = named.file;
+    bad[byte] ^= 0x04;
+    const Decoded d = decode(bad, bad.size());
+    ASSERT_TRUE(d.error);
+    EXPECT_EQ(d.error->offset, names_at) << d.error->message;
+    EXPECT_TRUE(same_events(d.events, std::span(named.events).first(3)));
+    EXPECT_TRUE(d.names.empty());
+
+    if (byte == names_at) continue;  // a cut there is a clean end
+    const Decoded cut = decode(std::span(named.file).first(byte), 3);
+    ASSERT_TRUE(cut.error);
+    if (byte - names_at >= 4) {  // "RN" alone might have begun an "RBLK"
+      EXPECT_EQ(
+          cut.error->message.rfind(
+              "truncated name block at byte " + std::to_string(names_at), 0),
+          0u)
+          << cut.error->message;
+    }
+    EXPECT_EQ(cut.events.size(), 3u);
+  }
+}
+
+TEST(RecordFormat, AFormat1FileReadsAndCannotHoldNames) {
+  Named named = encode_named(4, 3);
+  // The same header as format 1 wrote it (the CRC redone for the version).
+  named.file[8] = 1;
+  const uint32_t header_crc = static_cast<uint32_t>(
+      crc32(0, named.file.data(), static_cast<uInt>(kHeaderBytes - 4)));
+  for (size_t i = 0; i < 4; ++i)
+    named.file[kHeaderBytes - 4 + i] = (header_crc >> (8 * i)) & 0xff;
+  const Decoded d = decode(named.file, named.file.size());
+  ASSERT_TRUE(d.error);
+  const size_t names_at = kHeaderBytes + 16 + 3 * 48;
+  EXPECT_EQ(d.error->message, "corrupt block at byte " +
+                                  std::to_string(names_at) +
+                                  ": bad block magic");
+  EXPECT_TRUE(same_events(d.events, std::span(named.events).first(3)));
 }
 
 }  // namespace
