@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
@@ -89,6 +90,24 @@ bool starts_with(std::span<const uint8_t> in, std::string_view magic) {
   return std::memcmp(in.data(), magic.data(), n) == 0;
 }
 
+// Why no kernel wrote `h`'s figures, or empty.
+std::string implausible(const RecordHeader& h) {
+  if (h.nr_cpu_ids < 1 || h.nr_cpu_ids > kMaxRecordedCpus)
+    return fmt::format("nr_cpu_ids {} outside 1..{}", h.nr_cpu_ids,
+                       kMaxRecordedCpus);
+  if (h.online_cpus > h.nr_cpu_ids)
+    return fmt::format("{} online CPUs of {} possible", h.online_cpus,
+                       h.nr_cpu_ids);
+  if (h.percpu_batch < 1 || h.percpu_batch > kMaxRecordedBatch)
+    return fmt::format("percpu batch {} outside 1..{}", h.percpu_batch,
+                       kMaxRecordedBatch);
+  if (!std::has_single_bit(h.page_size) || h.page_size < kMinPageSize ||
+      h.page_size > kMaxPageSize)
+    return fmt::format("page size {} is not a power of two in {}..{}",
+                       h.page_size, kMinPageSize, kMaxPageSize);
+  return {};
+}
+
 }  // namespace
 
 RecordWriter::RecordWriter(const RecordHeader& header, uint32_t block_records)
@@ -98,6 +117,8 @@ RecordWriter::RecordWriter(const RecordHeader& header, uint32_t block_records)
         fmt::format("record blocks of {} events: must be 1..{}", block_records,
                     kMaxBlockRecords));
   }
+  if (const std::string why = implausible(header); !why.empty())
+    throw std::invalid_argument("record header: " + why);
   ready_.reserve(kMaxHeaderBytes);
   ready_.insert(ready_.end(), kFileMagic.begin(), kFileMagic.end());
   put(ready_, kRecordFormatVersion, 4);
@@ -261,6 +282,10 @@ size_t RecordReader::parse_header(std::span<const uint8_t> in) {
       .kernel_release = {},  // read below
       .host_name = {},
   };
+  // A CRC proves no bit flipped, not that a writer was honest: what replay
+  // sizes its state by must be what a kernel can have.
+  if (const std::string why = implausible(h); !why.empty())
+    return fail(kWhat, why);
   // A matching CRC only proves the bytes are what the writer wrote; the
   // string lengths must still tile the header exactly.
   size_t at = 48;

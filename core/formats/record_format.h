@@ -82,6 +82,14 @@ inline constexpr uint32_t kRecordFormatVersion = 2;
 inline constexpr size_t kMaxTextBytes = 256;  // uname fields are <= 64
 inline constexpr uint32_t kMaxBlockRecords = 1 << 16;
 inline constexpr uint32_t kDefaultBlockRecords = 4096;  // 192 KiB blocks
+// What a header may claim, so that a hostile file cannot make replay size
+// its state by billions of CPUs: the kernel's largest NR_CPUS (x86 MAXSMP),
+// a batch of max(32, 2 * CPUs) with room to spare, and the page sizes of
+// the architectures Linux supports.
+inline constexpr uint32_t kMaxRecordedCpus = 8192;
+inline constexpr int32_t kMaxRecordedBatch = 1 << 20;
+inline constexpr uint32_t kMinPageSize = 4096;
+inline constexpr uint32_t kMaxPageSize = 1 << 18;
 
 // The facts about the recording host that replay needs to rebuild the
 // counting schemes and to place events in wall time.
@@ -114,7 +122,8 @@ inline constexpr size_t kRecordedCommBytes = 15;  // TASK_COMM_LEN - 1
 class RecordWriter {
  public:
   // Throws std::invalid_argument if a header string is longer than
-  // kMaxTextBytes or block_records is not in [1, kMaxBlockRecords].
+  // kMaxTextBytes, a figure is outside the bounds above, or block_records
+  // is not in [1, kMaxBlockRecords].
   explicit RecordWriter(const RecordHeader& header,
                         uint32_t block_records = kDefaultBlockRecords);
 

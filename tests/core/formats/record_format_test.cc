@@ -20,7 +20,7 @@ using Bytes = std::vector<uint8_t>;
 const RecordHeader kHeader{
     .nr_cpu_ids = 64,
     .online_cpus = 48,
-    .percpu_batch = -7,  // negative, to check the sign survives
+    .percpu_batch = 96,
     .page_size = 4096,
     .start_realtime_ns = 1'767'225'600'123'456'789,
     .start_monotonic_ns = 98'765'432'100,
@@ -157,7 +157,7 @@ TEST(RecordFormat, FileHeaderHasTheDocumentedLayout) {
   EXPECT_EQ(u32(12), kHeaderBytes);
   EXPECT_EQ(u32(16), 64u);
   EXPECT_EQ(u32(20), 48u);
-  EXPECT_EQ(static_cast<int32_t>(u32(24)), -7);
+  EXPECT_EQ(static_cast<int32_t>(u32(24)), 96);
   EXPECT_EQ(u32(28), 4096u);
   EXPECT_EQ(u32(32) | uint64_t{u32(36)} << 32, kHeader.start_realtime_ns);
   EXPECT_EQ(u32(40) | uint64_t{u32(44)} << 32, kHeader.start_monotonic_ns);
@@ -301,6 +301,49 @@ TEST(RecordFormat, ANewerFormatSaysSoBeforeCheckingAnythingElse) {
   EXPECT_TRUE(d.events.empty());
 }
 
+// Sets the u32 at `at` in the header of `file` and redoes the header's CRC:
+// a file a hostile writer made, not a damaged one.
+void forge(Bytes& file, size_t at, uint32_t value) {
+  for (size_t i = 0; i < 4; ++i) file[at + i] = (value >> (8 * i)) & 0xff;
+  const uint32_t sum = static_cast<uint32_t>(
+      crc32(0, file.data(), static_cast<uInt>(kHeaderBytes - 4)));
+  for (size_t i = 0; i < 4; ++i)
+    file[kHeaderBytes - 4 + i] = (sum >> (8 * i)) & 0xff;
+}
+
+TEST(RecordFormat, AHeaderNoKernelCouldWriteIsRefusedBeforeAnyState) {
+  const Bytes file = encode(random_events(2, 10), 3);
+  const struct {
+    size_t at;
+    uint32_t value;
+    const char* why;
+  } forged[] = {
+      {16, 0xffffffff, "nr_cpu_ids 4294967295 outside 1..8192"},
+      {16, 0, "nr_cpu_ids 0 outside 1..8192"},
+      {20, 65, "65 online CPUs of 64 possible"},
+      {24, 0x80000000, "percpu batch -2147483648 outside 1..1048576"},
+      {28, 4097, "page size 4097 is not a power of two in 4096..262144"},
+      {28, 1u << 30, "page size 1073741824 is not a power of two in"},
+  };
+  for (const auto& f : forged) {
+    Bytes bad = file;
+    forge(bad, f.at, f.value);
+    const Decoded d = decode(bad, bad.size());
+    ASSERT_TRUE(d.error) << f.why;
+    EXPECT_EQ(d.error->offset, 0u);
+    EXPECT_NE(d.error->message.find(std::string("corrupt file header at byte "
+                                                "0: ") +
+                                    f.why),
+              std::string::npos)
+        << d.error->message;
+    EXPECT_FALSE(d.header);
+    EXPECT_TRUE(d.events.empty());
+  }
+  RecordHeader huge = kHeader;
+  huge.nr_cpu_ids = 100'000;
+  EXPECT_THROW(RecordWriter{huge}, std::invalid_argument);
+}
+
 TEST(RecordFormat, AnEmptyFileIsATruncatedHeader) {
   const Decoded d = decode({}, 1);
   ASSERT_TRUE(d.error);
@@ -421,11 +464,7 @@ TEST(RecordFormat, ADamagedOrCutNameBlockIsNamedAndWhatPrecedesItKept) {
 TEST(RecordFormat, AFormat1FileReadsAndCannotHoldNames) {
   Named named = encode_named(4, 3);
   // The same header as format 1 wrote it (the CRC redone for the version).
-  named.file[8] = 1;
-  const uint32_t header_crc = static_cast<uint32_t>(
-      crc32(0, named.file.data(), static_cast<uInt>(kHeaderBytes - 4)));
-  for (size_t i = 0; i < 4; ++i)
-    named.file[kHeaderBytes - 4 + i] = (header_crc >> (8 * i)) & 0xff;
+  forge(named.file, 8, 1);
   const Decoded d = decode(named.file, named.file.size());
   ASSERT_TRUE(d.error);
   const size_t names_at = kHeaderBytes + 16 + 3 * 48;
