@@ -68,10 +68,22 @@ Result<Request, RequestError> parse_request(std::string_view line) {
   };
   if (line.find_first_not_of(" \t\r") == line.npos)
     return fail("empty request: send one JSON object per line");
-  // No exceptions: a parse failure is the common case for garbage.
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  // No exceptions: a parse failure is the common case for garbage. The
+  // parser and the destructor are iterative, but dump() (an error quoting a
+  // value, an echoed id) recurses: a deep line would overflow the stack.
+  bool too_deep = false;
+  json j = json::parse(
+      line,
+      [&](int depth, json::parse_event_t, json&) {
+        too_deep = too_deep || depth > kMaxRequestDepth;
+        return true;
+      },
+      /*allow_exceptions=*/false);
   if (j.is_discarded())
     return fail("invalid JSON: send one JSON object per line");
+  if (too_deep)
+    return fail(
+        fmt::format("request nested deeper than {} levels", kMaxRequestDepth));
   if (!j.is_object()) return fail("expected a JSON object, got " + shown(j));
   Request r{.kind = HealthRequest{}, .id = std::nullopt};
   if (auto it = j.find("id"); it != j.end()) r.id = *it;

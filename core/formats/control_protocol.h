@@ -29,6 +29,9 @@ namespace rssaudit {
 // Longest request line (without its '\n') a server reads; longer ones are
 // answered with an error and the connection closed.
 inline constexpr size_t kMaxRequestBytes = 64 * 1024;
+// Deepest nesting of arrays and objects a request may hold (a request is
+// two levels; an "id" may use the rest): refused beyond, whole.
+inline constexpr int kMaxRequestDepth = 16;
 
 // Where rssauditd listens and the CLI asks, unless told otherwise.
 inline constexpr const char* kDefaultSocketPath = "/run/rssaudit/control.sock";

@@ -1,7 +1,9 @@
 #include "core/formats/control_protocol.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -210,6 +212,49 @@ TEST(ControlProtocol, ResponsesParseForTheClient) {
             "response without \"ok\"");
   EXPECT_EQ(parse_response(R"({"ok":false})").error().message,
             "error without a reason");
+}
+
+// `f()` on a thread with a small stack (512 KiB, as a daemon thread may
+// have): a recursion as deep as a request line allows overflows it.
+void on_small_stack(const std::function<void()>& f) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 512 * 1024);
+  pthread_t thread;
+  auto run = [](void* arg) -> void* {
+    (*static_cast<const std::function<void()>*>(arg))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, run,
+                           const_cast<std::function<void()>*>(&f)),
+            0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+TEST(ControlProtocol, ADeeplyNestedRequestIsRefusedWithoutRecursingIntoIt) {
+  const size_t levels = (kMaxRequestBytes - 2) / 2;
+  const std::string arrays =
+      std::string(levels, '[') + std::string(levels, ']');
+  const std::string deep_id = R"({"request":"health","id":)" +
+                              std::string(20000, '[') +
+                              std::string(20000, ']') + "}";
+  std::string answers[2];
+  on_small_stack([&] {
+    answers[0] = answer_line(arrays, testing::sample_live_view);
+    answers[1] = answer_line(deep_id, testing::sample_live_view);
+  });
+  for (const std::string& a : answers) {
+    const json r = json::parse(a);
+    EXPECT_EQ(r["ok"], false);
+    EXPECT_EQ(r["error"], "request nested deeper than 16 levels");
+    EXPECT_FALSE(r.contains("id")) << "an id that deep is not echoed";
+  }
+  // An id within the limit is still echoed.
+  const std::string nested = std::string(10, '[') + std::string(10, ']');
+  Answerer a;
+  EXPECT_EQ(a(R"({"request":"health","id":)" + nested + "}")["id"],
+            json::parse(nested));
 }
 
 }  // namespace
