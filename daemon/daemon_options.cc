@@ -1,16 +1,20 @@
 #include "daemon/daemon_options.h"
 
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <fstream>
+#include <cstring>
 #include <set>
-#include <sstream>
 
 #include "core/formats/config_file.h"
 #include "core/formats/help_formatter.h"
+#include "os/unique_fd.h"
 
 namespace rssaudit {
 namespace {
@@ -159,22 +163,42 @@ void parse(CLI::App& app, std::vector<std::string> args) {
   app.parse(args);
 }
 
+// The text of the config file at `path`: a regular file of at most
+// kMaxConfigBytes. Opened without blocking, so a FIFO given as the config
+// is refused instead of freezing the daemon (at start or on SIGHUP), and
+// /dev/zero is refused instead of read until memory runs out.
+Result<std::string> config_text(const std::string& path) {
+  const auto fail = [&](std::string why) {
+    return unexpected(
+        Error{fmt::format("{}: cannot read config file: {}", path, why)});
+  };
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return fail(std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::strerror(errno));
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes)
+      return fail(fmt::format("larger than {} bytes", kMaxConfigBytes));
+  }
+}
+
 // The entries of the config file at `path`; none when it is missing and
 // need not exist.
 Result<std::vector<ConfigEntry>> read_config(const std::string& path,
                                              bool must_exist) {
-  const auto unreadable = [&] {
-    return unexpected(Error{fmt::format("{}: cannot read config file", path)});
-  };
-  std::ifstream in(path);
-  if (!in) {
-    if (!must_exist) return std::vector<ConfigEntry>{};
-    return unreadable();
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return unreadable();
-  auto parsed = parse_config(text.str());
+  if (!must_exist && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+    return std::vector<ConfigEntry>{};
+  auto text = config_text(path);
+  if (!text) return unexpected(text.error());
+  auto parsed = parse_config(*text);
   if (!parsed)
     return unexpected(Error{fmt::format("{}:{}: {}", path, parsed.error().line,
                                         parsed.error().message)});

@@ -14,6 +14,10 @@
 
 namespace rssaudit {
 
+// Largest config file read: a settings file is a few hundred bytes; what
+// is larger (or not a regular file: /dev/zero, a FIFO) is refused.
+inline constexpr size_t kMaxConfigBytes = 1 << 20;
+
 struct ConfigEntry {
   size_t line = 0;  // 1-based
   std::string key;

@@ -3,10 +3,13 @@
 #include "daemon/daemon_options.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "core/formats/config_file.h"
 
 namespace rssaudit {
 namespace {
@@ -97,7 +100,8 @@ TEST_F(DaemonOptionsTest, MissingExplicitFileFailsMissingDefaultDoesNot) {
       load({});  // path_ was never written
   EXPECT_FALSE(r.has_value());
   EXPECT_EQ(r.error().exit_code, 1);
-  EXPECT_EQ(r.error().message, path_ + ": cannot read config file");
+  EXPECT_EQ(r.error().message,
+            path_ + ": cannot read config file: No such file or directory");
   // Without --config, the default path is optional (a fresh install).
   if (!std::filesystem::exists(kDefaultConfigPath)) {
     const Result<DaemonOptions, OptionsError> d =
@@ -108,6 +112,28 @@ TEST_F(DaemonOptionsTest, MissingExplicitFileFailsMissingDefaultDoesNot) {
     EXPECT_TRUE(
         load_daemon_options({"--config", kDefaultConfigPath}).has_value());
   }
+}
+
+// What a config may cost is bounded: /dev/zero once grew the daemon to
+// 4 GB, a FIFO froze it on SIGHUP.
+TEST_F(DaemonOptionsTest, OnlyARegularFileOfAtMostOneMiBIsRead) {
+  const auto refused = [](const std::string& path, const std::string& why) {
+    const auto r = load_daemon_options({"--config", path});
+    ASSERT_FALSE(r.has_value()) << path;
+    EXPECT_EQ(r.error().exit_code, 1);
+    EXPECT_EQ(r.error().message, path + ": cannot read config file: " + why);
+  };
+  refused("/dev/zero", "not a regular file");
+  refused(std::filesystem::temp_directory_path(), "not a regular file");
+  ASSERT_EQ(mkfifo(path_.c_str(), 0600), 0);
+  refused(path_, "not a regular file");  // returns: no writer is waited for
+  std::filesystem::remove(path_);
+  write("# " + std::string(kMaxConfigBytes, 'x') + "\n");
+  refused(path_, "larger than 1048576 bytes");
+  write("# " + std::string(kMaxConfigBytes - 100, 'x') + "\ntop = 5\n");
+  const auto r = load({});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->top, 5u);
 }
 
 TEST_F(DaemonOptionsTest, BadFlagIsAUsageError) {
