@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/formats/log_token.h"
+
 namespace rssaudit {
 namespace {
 
@@ -61,7 +63,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
         "mm tgid={} comm={} alive={} from_zero={} absolute={} updates={} "
         "flagged={} exact_rss={} kernel_rss={} drift={} peak_rss={}"
         "{}\n",
-        m.tgid, m.alive ? live_comm(sampler, m.tgid) : ended_comm(m.tgid),
+        m.tgid,
+        log_token(m.alive ? live_comm(sampler, m.tgid) : ended_comm(m.tgid)),
         m.alive, m.from_zero, m.absolute, m.updates, m.flagged, m.exact_rss,
         known_text(m.known_kernel_rss()), known_text(m.known_drift()),
         m.peak_rss, errors);

@@ -41,6 +41,10 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
       "( " + daemon + " 2>" + log + " & d=$!; " +
       testing::shell_wait_for(log, "capturing") +
       "python3 -c 'b = bytearray(32 << 20); b[::4096] = b\"x\" * (8192)'; "
+      // A process whose name would forge a summary line if logged raw.
+      "python3 -c 'import ctypes; ctypes.CDLL(None).prctl(15, "
+      "b\"x\\nmm tgid=1 y\", 0, 0, 0); b = bytearray(8 << 20); "
+      "b[::4096] = b\"x\" * 2048'; "
       "sleep 0.3; kill -TERM $d; wait $d; s=$?; cat " +
       log + " >&2; exit $s )");
   std::filesystem::remove(log);
@@ -58,6 +62,11 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   EXPECT_NE(r.err.find("mm tgid="), std::string::npos);
   // Ended and reaped before the summary: still named.
   EXPECT_NE(r.err.find("comm=python3 alive=false"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("comm=x\\x0amm\\x20tgid=1\\x20y alive=false"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::regex_search(r.err, std::regex("(^|\n)mm tgid=1 ")))
+      << "a forged line: " << r.err;
   for (const char* suffix : {"", "-wal", "-shm"})
     std::filesystem::remove(db + suffix);
 }
