@@ -100,7 +100,7 @@ class Daemon {
                store_->path(), options_.config);
     notifier_.ready(status_line());
     io_.run();
-    return 0;
+    return exit_code_;
   }
 
  private:
@@ -247,12 +247,22 @@ class Daemon {
       drops_ = drops, unreadable_ = unreadable, ambiguous_ = ambiguous;
     }
     const Result<void, StoreError> s = store_->flush();
-    if (!s && s.error().message != last_store_error_)
+    if (store_->reopened() != reopened_) {
+      reopened_ = store_->reopened();
+      fmt::print(stderr,
+                 "rssauditd: {} was deleted while in use: a new database "
+                 "begun there; what was written before is only in the "
+                 "deleted file\n",
+                 store_->path());
+    }
+    // Once per kind of failure: the message's row counts change each time.
+    if (!s && (last_store_error_.empty() || s.error().code != last_store_code_))
       fmt::print(stderr, "rssauditd: history not written, kept in memory: {}\n",
                  s.error().message);
     else if (s && !last_store_error_.empty())
       fmt::print(stderr, "rssauditd: history written again\n");
     last_store_error_ = s ? "" : s.error().message;
+    if (!s) last_store_code_ = s.error().code;
     if (s && flushes_++ % kFlushesPerRetention == 0) apply_retention();
   }
   void apply_retention() {
@@ -317,7 +327,7 @@ class Daemon {
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().drops(), live_.capture().hook_misses(),
-                      pipeline_, recorder_.stats(), options_.top,
+                      pipeline_, recorder_.stats(), *store_, options_.top,
                       exited_lookup(), sampler_);
   }
   ExitedLookup exited_lookup() {
@@ -331,9 +341,15 @@ class Daemon {
     recorder_.sample(pipeline_, realtime_ns());
     live_.flush(pipeline_);
     fmt::print(stderr, "rssauditd: stopping ({})\n", why);
-    log_summary();
     store_->end_run(realtime_ns());
     flush_store();
+    // After the last flush: the summary says what reached the database.
+    log_summary();
+    if (const size_t unwritten = store_->pending_rows(); unwritten > 0) {
+      fmt::print(stderr, "rssauditd: {} history rows not written to {}: {}\n",
+                 unwritten, store_->path(), last_store_error_);
+      exit_code_ = 1;
+    }
     io_.stop();
   }
 
@@ -348,7 +364,10 @@ class Daemon {
   ProcessSampler sampler_;
   HistoryRecorder recorder_;
   uint64_t drops_ = 0, unreadable_ = 0, ambiguous_ = 0, flushes_ = 0;
+  uint64_t reopened_ = 0;
+  int exit_code_ = 0;  // 1 when history was left unwritten at the stop
   std::string last_store_error_;
+  StoreError::Code last_store_code_{};
   uint64_t rate_since_ns_ = 0, rate_events_ = 0;
   double events_per_s_ = 0;
   ServiceNotifier notifier_;

@@ -20,8 +20,9 @@ std::string live_comm(ProcessSampler& sampler, uint32_t tgid) {
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
                        uint64_t hook_misses, const AuditPipeline& pipeline,
-                       const RecorderStats& history, size_t top,
-                       const ExitedLookup& exited, ProcessSampler& sampler) {
+                       const RecorderStats& history, const Store& store,
+                       size_t top, const ExitedLookup& exited,
+                       ProcessSampler& sampler) {
   const uint64_t checked = pipeline.fidelity_checked();
   fmt::print(
       out,
@@ -43,10 +44,10 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   fmt::print(out,
              "history samples={} below_min_rss={} exits={} "
              "unsampled_exits={} unnamed_exits={} exit_residues={} "
-             "quiet_samples={}\n",
+             "quiet_samples={} unwritten_rows={} dropped_rows={}\n",
              history.samples_written, history.below_min_rss, history.exits,
              history.unsampled_exits, history.unnamed_exits, history.residues,
-             history.quiet_samples);
+             history.quiet_samples, store.pending_rows(), store.dropped_rows());
   rank_by_error(mms);
   if (mms.size() > top) mms.resize(top);
   const auto ended_comm = [&](uint32_t tgid) {

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,8 +43,7 @@ Store::FileLock::~FileLock() {
   if (fd >= 0) close(fd);
 }
 
-Result<std::unique_ptr<Store>, StoreError> Store::open(
-    const std::string& path, const StoreOptions& options) {
+Result<Store::Parts, StoreError> Store::open_parts(const std::string& path) {
   // Opening for writing first also turns a read-only file or mount into a
   // plain message, before SQLite would fall back to reading it.
   auto lock = std::make_unique<FileLock>(
@@ -68,9 +68,24 @@ Result<std::unique_ptr<Store>, StoreError> Store::open(
   Result<std::unique_ptr<Database>, StoreError> db =
       Database::open(path, Database::Mode::kReadWrite);
   if (!db) return unexpected(std::move(db).error());
+  // The per-process index of a large history is written at one place per
+  // process: a 16 MiB page cache keeps ingest from re-reading it, and
+  // checkpoints every 16 MiB of WAL write each page back once for several
+  // flushes.
+  Result<void, StoreError> s = (*db)->exec(
+      "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 4096; "
+      "PRAGMA journal_size_limit = 16777216",
+      "configuring");
+  if (!s) return unexpected(std::move(s).error());
+  return Parts{std::move(lock), std::move(db).value()};
+}
 
+Result<std::unique_ptr<Store>, StoreError> Store::open(
+    const std::string& path, const StoreOptions& options) {
+  Result<Parts, StoreError> parts = open_parts(path);
+  if (!parts) return unexpected(std::move(parts).error());
   std::unique_ptr<Store> store(
-      new Store(std::move(lock), std::move(db).value(), options));
+      new Store(std::move(parts->lock), std::move(parts->db), options));
   Result<int64_t, StoreError> process =
       store->db_->query_int("SELECT coalesce(max(id), 0) + 1 FROM processes");
   Result<int64_t, StoreError> run =
@@ -80,16 +95,8 @@ Result<std::unique_ptr<Store>, StoreError> Store::open(
   }
   store->next_process_id_ = *process;
   store->next_run_id_ = *run;
-  // The per-process index of a large history is written at one place per
-  // process: a 16 MiB page cache keeps ingest from re-reading it, and
-  // checkpoints every 16 MiB of WAL write each page back once for several
-  // flushes.
-  Result<void, StoreError> s = store->db_->exec(
-      "PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 4096; "
-      "PRAGMA journal_size_limit = 16777216",
-      "configuring");
-  if (s) s = store->prepare_all();
-  if (!s) return unexpected(std::move(s).error());
+  if (Result<void, StoreError> s = store->prepare_all(); !s)
+    return unexpected(std::move(s).error());
   return store;
 }
 
@@ -311,13 +318,14 @@ Result<void, StoreError> Store::flush() {
       dropped_unrecorded_ == 0) {
     return {};
   }
+  if (Result<void, StoreError> r = follow_the_path(); !r) return kept(r);
+  // First the run and the processes, which the rows refer to, and the
+  // losses, which say what is missing: small, and needed by all the rest.
   Result<void, StoreError> s =
-      transaction(fmt::format("writing {} rows", pending_rows()),
-                  [&] { return write_batch(); });
-  if (!s) {
-    s.error().message += "; the batch is kept for the next flush";
-    return s;
-  }
+      transaction(fmt::format("writing {} processes and {} losses",
+                              dirty_processes_.size(), losses_.size()),
+                  [&] { return write_heads(); });
+  if (!s) return kept(s);
   run_dirty_ = false;
   seen_cache_id_ = 0;  // exited processes leave the cache below
   for (int64_t id : dirty_processes_) {
@@ -330,15 +338,81 @@ Result<void, StoreError> Store::flush() {
     }
   }
   dirty_processes_.clear();
-  samples_.clear();
-  model_errors_.clear();
-  anomalies_.clear();
   losses_.clear();
   dropped_unrecorded_ = 0;
+  // Then the rows, a piece per transaction: a disk with room for part of a
+  // batch kept through a long failure takes that part now, the rest later,
+  // where one transaction of it all would fail as long as the room is short.
+  while (pending_rows() > 0) {
+    Pieces piece;
+    s = transaction(fmt::format("writing {} rows", pending_rows()),
+                    [&] { return write_piece(piece); });
+    if (!s && s.error().code == StoreError::Code::kFull) {
+      // The WAL holds the pieces written so far: moved into the database
+      // and truncated, it leaves the room it took for the next flush.
+      (void)db_->exec("PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
+    }
+    if (!s) return kept(s);
+    samples_.erase(samples_.begin(), samples_.begin() + piece.samples);
+    model_errors_.erase(model_errors_.begin(),
+                        model_errors_.begin() + piece.model_errors);
+    anomalies_.erase(anomalies_.begin(), anomalies_.begin() + piece.anomalies);
+  }
   return {};
 }
 
-Result<void, StoreError> Store::write_batch() {
+Result<void, StoreError> Store::kept(Result<void, StoreError> failed) const {
+  failed.error().message +=
+      fmt::format("; {} rows kept for the next flush", pending_rows());
+  return failed;
+}
+
+Result<void, StoreError> Store::follow_the_path() {
+  const std::string& path = db_->path();
+  struct stat open_file {
+  }, at_path{};
+  if (fstat(lock_->fd, &open_file) != 0) return {};  // SQLite will say
+  if (stat(path.c_str(), &at_path) == 0) {
+    if (open_file.st_dev == at_path.st_dev &&
+        open_file.st_ino == at_path.st_ino)
+      return {};
+    // Another file, perhaps another history: never written into.
+    return unexpected(StoreError{
+        StoreError::Code::kIo,
+        fmt::format("{}: replaced by another file while in use; not written "
+                    "(move it away to let rssauditd start a new database "
+                    "there)",
+                    path)});
+  }
+  if (errno != ENOENT) return {};  // the flush will name the failure
+  // Deleted under us: what is written now would go to a file nobody can
+  // open. A new database at the path, opened before the old one closes.
+  Result<Parts, StoreError> parts = open_parts(path);
+  if (!parts) return unexpected(std::move(parts).error());
+  sql_.clear();  // the old connection's statements, finalized before it
+  db_ = std::move(parts->db);      // closes the old file first,
+  lock_ = std::move(parts->lock);  // then drops its lock
+  if (Result<void, StoreError> s = prepare_all(); !s) return s;
+  ++reopened_;
+  // The new file has none of our rows: the run and every cached process
+  // are written again, before the rows that refer to them.
+  run_dirty_ = true;
+  dirty_processes_.clear();
+  for (auto& [id, p] : processes_) {
+    p.stored = false;
+    p.dirty = true;
+    dirty_processes_.push_back(id);
+  }
+  add_anomaly(AnomalyRow{
+      .process_id = std::nullopt,
+      .time_ns = latest_ns_,
+      .kind = "database_reopened",
+      .detail = "the database file was deleted while rssauditd wrote it; "
+                "rows written before are not in this file"});
+  return {};
+}
+
+Result<void, StoreError> Store::write_heads() {
   const std::string_view what = "writing the batch";
   Result<void, StoreError> s;
   if (run_dirty_) {
@@ -387,38 +461,6 @@ Result<void, StoreError> Store::write_batch() {
     upsert.bind_optional(11, p.true_peak);
     if (s = db_->run(upsert, what); !s) return s;
   }
-  Statement& sample = sql_[kInsertSample];
-  for (const SampleRow& row : samples_) {
-    bind_sample(sample, 1, row);
-    sample.bind_optional(kSampleColumnCount + 1, rss_drift(row));
-    if (s = db_->run(sample, what); !s) return s;
-  }
-  Statement& model = sql_[kInsertModelError];
-  for (const ModelErrorRow& row : model_errors_) {
-    model.bind(1, row.process_id);
-    model.bind(2, row.start_ns);
-    model.bind(3, row.end_ns);
-    model.bind_text(4, SchemeSet::kNames[row.scheme]);
-    model.bind(5, row.largest_error);
-    model.bind_optional(6, row.bound);
-    model.bind(7, row.shared_updates);
-    model.bind(8, row.bytes_per_mm);
-    model.bind_optional(9, row.read_cost
-                               ? std::optional(row.read_cost->approximate)
-                               : std::nullopt);
-    model.bind_optional(10,
-                        row.read_cost ? row.read_cost->precise : std::nullopt);
-    if (s = db_->run(model, what); !s) return s;
-  }
-  Statement& anomaly = sql_[kInsertAnomaly];
-  for (const PendingAnomaly& a : anomalies_) {
-    anomaly.bind(1, a.run_id);
-    anomaly.bind_optional(2, a.row.process_id);
-    anomaly.bind(3, a.row.time_ns);
-    anomaly.bind_text(4, a.row.kind);
-    anomaly.bind_text(5, a.row.detail);
-    if (s = db_->run(anomaly, what); !s) return s;
-  }
   Statement& loss = sql_[kInsertLoss];
   auto write_loss = [&](int64_t run_id, const LossRow& row,
                         uint64_t store_dropped) {
@@ -437,6 +479,56 @@ Result<void, StoreError> Store::write_batch() {
   if (dropped_unrecorded_ > 0) {
     s = write_loss(run_id_, LossRow{.time_ns = latest_ns_},
                    dropped_unrecorded_);
+  }
+  return s;
+}
+
+Result<void, StoreError> Store::write_piece(Pieces& piece) {
+  const std::string_view what = "writing the batch";
+  Result<void, StoreError> s;
+  size_t room = kPieceRows;
+  const auto take = [&room](size_t available) {
+    const size_t n = std::min(room, available);
+    room -= n;
+    return n;
+  };
+  piece.samples = take(samples_.size());
+  piece.model_errors = take(model_errors_.size());
+  piece.anomalies = take(anomalies_.size());
+  Statement& sample = sql_[kInsertSample];
+  for (size_t i = 0; i < piece.samples; ++i) {
+    const SampleRow& row = samples_[i];
+    bind_sample(sample, 1, row);
+    sample.bind_optional(kSampleColumnCount + 1, rss_drift(row));
+    if (s = db_->run(sample, what); !s) return s;
+  }
+  Statement& model = sql_[kInsertModelError];
+  for (size_t i = 0; i < piece.model_errors; ++i) {
+    const ModelErrorRow& row = model_errors_[i];
+    model.bind(1, row.process_id);
+    model.bind(2, row.start_ns);
+    model.bind(3, row.end_ns);
+    model.bind_text(4, SchemeSet::kNames[row.scheme]);
+    model.bind(5, row.largest_error);
+    model.bind_optional(6, row.bound);
+    model.bind(7, row.shared_updates);
+    model.bind(8, row.bytes_per_mm);
+    model.bind_optional(9, row.read_cost
+                               ? std::optional(row.read_cost->approximate)
+                               : std::nullopt);
+    model.bind_optional(10,
+                        row.read_cost ? row.read_cost->precise : std::nullopt);
+    if (s = db_->run(model, what); !s) return s;
+  }
+  Statement& anomaly = sql_[kInsertAnomaly];
+  for (size_t i = 0; i < piece.anomalies; ++i) {
+    const PendingAnomaly& a = anomalies_[i];
+    anomaly.bind(1, a.run_id);
+    anomaly.bind_optional(2, a.row.process_id);
+    anomaly.bind(3, a.row.time_ns);
+    anomaly.bind_text(4, a.row.kind);
+    anomaly.bind_text(5, a.row.detail);
+    if (s = db_->run(anomaly, what); !s) return s;
   }
   return s;
 }

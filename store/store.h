@@ -72,9 +72,16 @@ class Store {
   void add_anomaly(AnomalyRow row);
   void add_loss(const LossRow& row);
 
-  // Writes the batch in one transaction. On failure the batch is kept and
-  // retried by the next flush; rows already stored are never touched.
+  // Writes the batch: the run, processes and losses in one transaction,
+  // then the rows kPieceRows per transaction. What a failure leaves
+  // unwritten is kept and retried by the next flush; rows already stored
+  // are never touched. A database file deleted since the last flush is
+  // noticed first: the store goes on in a new file at the path, writes the
+  // run and its cached processes there again and records a
+  // "database_reopened" anomaly (reopened() counts them). A file replaced
+  // by another is never written into: flushes fail, naming it.
   Result<void, StoreError> flush();
+  static constexpr size_t kPieceRows = 4096;
 
   // Deletes rows older than `now_ns - max_age`, then the oldest rows until
   // the data fits in max_bytes. The file keeps its size: SQLite reuses the
@@ -86,6 +93,8 @@ class Store {
   size_t pending_rows() const;
   // Rows dropped because flushes failed for too long, since open.
   uint64_t dropped_rows() const { return dropped_rows_; }
+  // Times the database file was found deleted, and a new one begun.
+  uint64_t reopened() const { return reopened_; }
 
  private:
   // An exclusive flock on the database file, released when closed.
@@ -142,6 +151,19 @@ class Store {
     kSqlCount,
   };
 
+  // What a row-writing transaction took from the front of each kind.
+  struct Pieces {
+    size_t samples = 0;
+    size_t model_errors = 0;
+    size_t anomalies = 0;
+  };
+  // The locked file and its connection, configured.
+  struct Parts {
+    std::unique_ptr<FileLock> lock;
+    std::unique_ptr<Database> db;
+  };
+  static Result<Parts, StoreError> open_parts(const std::string& path);
+
   Store(std::unique_ptr<FileLock> lock, std::unique_ptr<Database> db,
         const StoreOptions& options)
       : lock_(std::move(lock)), db_(std::move(db)), options_(options) {}
@@ -149,7 +171,13 @@ class Store {
   Result<void, StoreError> prepare_all();
   template <class T>
   void push_capped(std::deque<T>& rows, T row, int64_t time_ns);
-  Result<void, StoreError> write_batch();
+  Result<void, StoreError> write_heads();
+  Result<void, StoreError> write_piece(Pieces& piece);
+  // `failed`, saying how many rows wait for the next flush.
+  Result<void, StoreError> kept(Result<void, StoreError> failed) const;
+  // Begins a new database when the open file was deleted; an error when
+  // the path names another file.
+  Result<void, StoreError> follow_the_path();
   void mark_dirty(int64_t process_id, Process& p);
   // Keeps every row of a cached process within its [first_seen_ns,
   // last_seen_ns], which readers and retention use to find its rows.
@@ -186,6 +214,7 @@ class Store {
   std::deque<PendingAnomaly> anomalies_;
   std::deque<PendingLoss> losses_;
   uint64_t dropped_rows_ = 0;
+  uint64_t reopened_ = 0;
   uint64_t dropped_unrecorded_ = 0;
   int64_t latest_ns_ = 0;  // newest time appended: stamps the store's losses
 };

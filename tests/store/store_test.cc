@@ -525,6 +525,61 @@ TEST(StoreRoundTrip, ProcessIdsContinueAcrossRuns) {
   EXPECT_EQ(RawDb(path).num("SELECT count(*) FROM processes"), 2);
 }
 
+// A database deleted while the daemon writes it: the next flush notices,
+// begins a new file at the path with the run and the processes the rows
+// refer to, and says so there. Once, rows went on into the deleted file.
+TEST(StoreDeleted, ADeletedDatabaseIsNoticedAndANewOneBegun) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({7, 100}, "worker", "/", 1);
+  store->add_sample(make_sample(p, 1, 1));
+  ASSERT_TRUE(store->flush().has_value());
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(path + suffix);
+
+  store->add_sample(make_sample(p, 2, 2));
+  const Result<void, StoreError> s = store->flush();
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(store->reopened(), 1u);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  RawDb db(path, SQLITE_OPEN_READONLY);
+  EXPECT_EQ(db.num("SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(db.text("SELECT comm FROM processes"), "worker");
+  EXPECT_EQ(db.num("SELECT time_ns FROM samples"), 2);
+  EXPECT_EQ(db.num("SELECT count(*) FROM anomalies WHERE kind = "
+                   "'database_reopened'"),
+            1);
+  // The new file is locked as the first was.
+  EXPECT_FALSE(Store::open(path, {}).has_value());
+}
+
+TEST(StoreDeleted, AFileMovedOverTheDatabaseIsNeverWrittenInto) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({7, 100}, "worker", "/", 1);
+  ASSERT_TRUE(store->flush().has_value());
+  const std::string other = dir.file("other.db");
+  std::ofstream(other) << "someone else's file";
+  std::filesystem::rename(other, path);
+
+  store->add_sample(make_sample(p, 2, 2));
+  const Result<void, StoreError> s = store->flush();
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("replaced by another file"),
+            std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find("1 rows kept"), std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(store->pending_rows(), 1u);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "someone else's file");
+}
+
 TEST(StoreRoundTrip, TopDriftRanksProcessesByLargestDriftInTheWindow) {
   TempDir dir;
   const std::string path = dir.file("rssaudit.db");
@@ -697,6 +752,18 @@ class SmallDisk : public ::testing::Test {
     while (filler.write(block.data(), block.size()) && filler.flush()) {
     }
   }
+  // A store on the small disk with a run, process `*p` and 100 samples of
+  // it (times 0..99) written.
+  std::unique_ptr<Store> store_with_100_samples(int64_t* p,
+                                                const StoreOptions& o = {}) {
+    std::unique_ptr<Store> store = open_store(path_, o);
+    if (!store) return nullptr;
+    store->begin_run(test_run());
+    *p = store->upsert_process({1, 1}, "a", "/", 0);
+    for (int i = 0; i < 100; ++i) store->add_sample(make_sample(*p, i, i));
+    EXPECT_TRUE(store->flush().has_value());
+    return store;
+  }
   bool remount(const char* options, unsigned long flags = 0) {
     return mount("rssaudit-test", dir_.path().c_str(), "tmpfs",
                  MS_REMOUNT | flags, options) == 0;
@@ -708,12 +775,9 @@ class SmallDisk : public ::testing::Test {
 };
 
 TEST_F(SmallDisk, FullDiskIsAClearErrorAndTheKeptBatchIsWrittenOnceFreed) {
-  std::unique_ptr<Store> store = open_store(path_);
+  int64_t p = 0;
+  std::unique_ptr<Store> store = store_with_100_samples(&p);
   ASSERT_NE(store, nullptr);
-  store->begin_run(test_run());
-  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
-  for (int i = 0; i < 100; ++i) store->add_sample(make_sample(p, i, i));
-  ASSERT_TRUE(store->flush().has_value());
 
   fill();
   for (int i = 100; i < 3100; ++i) store->add_sample(make_sample(p, i, i));
@@ -742,6 +806,43 @@ TEST_F(SmallDisk, FullDiskIsAClearErrorAndTheKeptBatchIsWrittenOnceFreed) {
   EXPECT_EQ(db.text("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(db.num("SELECT count(*) FROM samples"), 3100);
   EXPECT_EQ(db.num("SELECT count(DISTINCT time_ns) FROM samples"), 3100);
+  EXPECT_EQ(db.num("SELECT total(store_dropped) FROM losses"), 0);
+}
+
+// A disk freed of less than a long-kept batch needs at once takes what it
+// has room for, and the rest once it has more: one transaction of it all
+// failed for as long as the room was short, and the daemon never recovered.
+TEST_F(SmallDisk, AKeptBatchIsWrittenInPiecesAsRoomAllows) {
+  constexpr int kRows = 30'000;
+  int64_t p = 0;
+  std::unique_ptr<Store> store =
+      store_with_100_samples(&p, {.max_pending_rows = size_t{kRows}});
+  ASSERT_NE(store, nullptr);
+
+  fill();
+  for (int i = 100; i < kRows; ++i) store->add_sample(make_sample(p, i, i));
+  ASSERT_FALSE(store->flush().has_value());
+  std::filesystem::remove(dir_.file("filler"));
+  ASSERT_TRUE(remount("size=1m")) << std::strerror(errno);
+  const Result<void, StoreError> tight = store->flush();
+  ASSERT_FALSE(tight.has_value()) << "the test needs a batch larger than 1m";
+  EXPECT_EQ(tight.error().code, Code::kFull) << tight.error().message;
+  const int64_t stored = sample_count(path_);
+  EXPECT_GT(stored, 100) << "some pieces fit: " << tight.error().message;
+  EXPECT_EQ(store->pending_rows() + stored, size_t{kRows});
+  EXPECT_NE(tight.error().message.find(
+                fmt::format("{} rows kept", store->pending_rows())),
+            std::string::npos)
+      << tight.error().message;
+
+  ASSERT_TRUE(remount("size=32m")) << std::strerror(errno);
+  const Result<void, StoreError> s = store->flush();
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(store->pending_rows(), 0u);
+  store.reset();
+  RawDb db(path_);
+  EXPECT_EQ(db.text("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(db.num("SELECT count(DISTINCT time_ns) FROM samples"), kRows);
   EXPECT_EQ(db.num("SELECT total(store_dropped) FROM losses"), 0);
 }
 
