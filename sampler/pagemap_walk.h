@@ -6,8 +6,10 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,13 +80,27 @@ struct WalkError {
   std::string message;  // why it failed, for logs
 };
 
+// A range of pages PAGEMAP_SCAN reports (struct page_region, linux/fs.h).
+struct PageRegion {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t categories = 0;
+};
+
 class PagemapWalker {
  public:
   // Each pread covers `chunk_entries` pages (64 KiB of entries, 32 MiB of
   // address space, by default); the kernel takes the mmap lock per 2 MiB-ish
-  // batch, so larger reads only save syscalls.
-  explicit PagemapWalker(ZeroPagePfns zero = learn_zero_page_pfns(),
-                         size_t chunk_entries = 8192);
+  // batch, so larger reads only save syscalls. `scan`: whether to read only
+  // the ranges PAGEMAP_SCAN (Linux 6.7) says hold pages (default: if it
+  // works here). A walk taking longer than `time_limit` stops and fails, so
+  // an 8 TiB sparse reservation (or ASan's shadow) cannot hold the caller.
+  explicit PagemapWalker(
+      ZeroPagePfns zero = learn_zero_page_pfns(), size_t chunk_entries = 8192,
+      std::optional<bool> scan = std::nullopt,
+      std::chrono::nanoseconds time_limit = std::chrono::seconds(1));
+  // Whether walks read only the ranges PAGEMAP_SCAN finds.
+  bool scans() const { return scan_; }
 
   // Reads maps with `reader`, then walks every VMA's entries. VMAs that
   // change between the two reads are walked as they are then.
@@ -95,9 +111,17 @@ class PagemapWalker {
   // count of `walk`; returns 0 or an errno (ESRCH: the mm is gone).
   int walk_vma(int fd, uint64_t start, uint64_t end, PagemapTally& kind,
                PagemapWalk& walk);
+  // The same, reading only the ranges PAGEMAP_SCAN finds pages in; ETIME
+  // past the deadline, as walk_vma.
+  int scan_vma(int fd, uint64_t start, uint64_t end, PagemapTally& kind,
+               PagemapWalk& walk);
 
   ZeroPagePfns zero_;
+  bool scan_;
+  uint64_t time_limit_ns_;
+  uint64_t deadline_ns_ = 0;  // of the walk under way
   std::vector<uint64_t> chunk_;
+  std::vector<PageRegion> regions_;
   uint64_t page_size_;
 };
 
