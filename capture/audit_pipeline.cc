@@ -112,7 +112,11 @@ void AuditPipeline::on_cache_fold(const MmKey& key, const LifeEvent& sync,
 }
 
 void AuditPipeline::on_life(const MmKey& key, const LifeEvent& e) {
-  if (LiveMm* mm = find(key)) mm->audit.on_event(e);
+  LiveMm* mm = find(key);
+  if (!mm) return;
+  mm->audit.on_event(e);
+  if (e.process_ended && e.process == mm->summary.tgid)
+    mm->summary.owner_ended = true;
 }
 
 void AuditPipeline::on_baseline(const MmKey& key, int member,

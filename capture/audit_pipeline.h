@@ -29,6 +29,10 @@ struct MmSummary {
   // from /proc since the capture started or since its last loss.
   bool absolute = false;
   bool alive = true;
+  // The last thread of process `tgid` exited under the capture: at the
+  // mm's end, a live process with that pid is another one (pid reused),
+  // not this one after an exec.
+  bool owner_ended = false;
   // Counted by a kernel before 6.2 (atomics + per-task caches): every
   // reader, /proc/PID/status included, sees the atomics, so no /proc value
   // is precise; the exact stream and a page-table walk are.

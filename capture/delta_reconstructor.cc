@@ -123,6 +123,9 @@ void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
                                    const rss_event& e) {
   Pending& p = push(Pending::Type::kLife, mm, end_of(e));
   p.life = LifeEvent{kind, e.tid, e.cpu};
+  p.life.process = e.tgid;
+  p.life.process_ended = kind == LifeKind::kTaskExit && e.kind == RSS_EV_EXIT &&
+                         e.flags & RSS_EVF_GROUP_DEAD;
 }
 
 void DeltaReconstructor::note_running(MmState& st, const rss_event& e) {

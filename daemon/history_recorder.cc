@@ -297,11 +297,14 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
                                        Tracked& t, int64_t wall_ns) {
   if (mm.summary.updates == 0 || mm.summary.tgid == 0) return false;
   const IdentityResult who = sampler_.identify(mm.summary.tgid);
-  // Alive: an exec replaced this mm (or, rarely, the pid was reused) and
-  // the process is sampled with its next mm.
-  if (who.state == IdentityResult::State::kAlive) return false;
+  // Alive and its owner never exited: an exec replaced this mm, and the
+  // process is sampled with its next mm. Alive although its owner exited:
+  // the pid was reused since, and the process that is gone is named by
+  // its exit (the live one's stat is another process's).
+  const bool alive = who.state == IdentityResult::State::kAlive;
+  if (alive && !mm.summary.owner_ended) return false;
   t.who.pid = mm.summary.tgid;
-  if (who.stat) {
+  if (who.stat && !alive) {
     t.who.start_ticks = who.stat->start_time;
     t.who.comm = who.stat->comm;
     t.who.cgroup = cgroup_of(who.cgroup);

@@ -56,6 +56,10 @@ struct LifeEvent {
   // (a capture learns a task's faults only at its next update).
   // kCacheSync: the member.
   uint32_t count = 1;
+  // kTaskExit: the task's process (tgid), and whether the task was its
+  // last thread: the process ended (else a thread exited, or it exec'd).
+  uint32_t process = 0;
+  bool process_ended = false;
 };
 
 }  // namespace rssaudit

@@ -279,6 +279,39 @@ TEST_F(HistoryRecorderTest, ProcessReapedBeforeItsExitIsNamedByTheCapture) {
   EXPECT_EQ(found.value()[0].true_peak, 7);
 }
 
+// The process ended and its pid went to another before the mm's end was
+// handled: the live pid is not this mm's process, whose exit row is kept
+// (once, it was taken for an exec and lost, uncounted).
+TEST_F(HistoryRecorderTest, APidReusedBeforeTheMmEndsKeepsTheEndedProcess) {
+  const auto pid = static_cast<uint32_t>(getpid());  // alive: "the new one"
+  recorder_->set_exited_lookup(
+      [&](uint32_t tgid) -> std::optional<exited_process> {
+        exited_process who{};
+        who.tgid = tgid;
+        who.start_ticks = 1234;
+        std::strncpy(who.comm, "first-user", sizeof(who.comm));
+        return who;
+      });
+  pipeline_.on_mm_created(key_, true);
+  updates(pid, 9);
+  LifeEvent last_thread{LifeKind::kTaskExit, pid, 0};
+  last_thread.process = pid;
+  last_thread.process_ended = true;
+  pipeline_.on_life(key_, last_thread);
+  updates(pid, -9);
+  mm_ends();
+
+  EXPECT_EQ(recorder_->stats().exits, 1u);
+  EXPECT_EQ(recorder_->stats().unsampled_exits, 1u);
+  auto reader = flushed_reader();
+  auto found = reader->processes_with_pid(pid);
+  ASSERT_TRUE(found.has_value());
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ(found.value()[0].identity.start_ticks, 1234u);
+  EXPECT_EQ(found.value()[0].comm, "first-user");
+  EXPECT_EQ(found.value()[0].exit_ns, now_);
+}
+
 TEST_F(HistoryRecorderTest, MmWithoutUpdatesOrOfALiveProcessGetsNoExitRow) {
   // An exec replaced the mm of this (live) process: no exit.
   pipeline_.on_mm_created(key_, true);
