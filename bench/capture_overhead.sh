@@ -34,8 +34,15 @@ foreign() { bpftool prog show | grep -c 'name on_rss_stat' || true; }
 for ((i = 0; i < 10 && $(foreign) > 0; i++)); do sleep 1; done
 echo "foreign on_rss_stat programs attached: $(foreign)"
 
-newest_prog() {  # $1: the `bpftool prog show` text after the id
-  bpftool prog show | awk -F: -v p="$1" 'index($0, p) { id = $1 } END { print id }'
+# The id of the program named $2 that process $1 holds (its fds' fdinfo
+# name it): that process's, never another capture's running beside it.
+held_prog() {
+  local id
+  for id in $(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null |
+      awk '{ print $2 }' | sort -u); do
+    bpftool prog show id "$id" | grep -q "name $2 " && { echo "$id"; return; }
+  done
+  echo "no program $2 held by pid $1" >&2; return 1
 }
 
 measure() {  # $1: one of $modes; prints attach_toggle's line
@@ -43,18 +50,18 @@ measure() {  # $1: one of $modes; prints attach_toggle's line
   case $1 in
     floor|ring|pcpu)
       taskset -c 1 "$build/bench/tp_floor" "$1" & pid=$!; sleep 1
-      prog="name tp_$1_floor "; [ "$1" = floor ] && prog="name tp_floor " ;;
+      prog="tp_$1_floor"; [ "$1" = floor ] && prog="tp_floor" ;;
     rssauditd|compare)
       local bin=$daemon
       [ "$1" = compare ] && bin=$COMPARE
       taskset -c 1 "$bin" >/tmp/rssaudit-bench-daemon.log 2>&1 & pid=$!
-      sleep 1; prog="name on_rss_stat " ;;
+      sleep 1; prog="on_rss_stat" ;;
     bpftrace)
       taskset -c 1 bpftrace -e 'tracepoint:kmem:rss_stat { @ = count(); }' \
         >/dev/null 2>&1 & pid=$!
-      sleep 3; prog="tracepoint  name rss_stat " ;;
+      sleep 3; prog="rss_stat" ;;
   esac
-  "$build/bench/attach_toggle" "$(newest_prog "$prog")" "$pid" "$pairs"
+  "$build/bench/attach_toggle" "$(held_prog "$pid" "$prog")" "$pid" "$pairs"
   wait "$pid" 2>/dev/null || true
 }
 
