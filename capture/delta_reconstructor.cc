@@ -158,6 +158,11 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     ++stats_.bad_records;
     return;
   }
+  if (mms_.size() >= options_.max_mms && e.kind != RSS_EV_EXIT_MMAP &&
+      !mms_.contains(e.mm)) {
+    ++stats_.over_mm_limit;
+    return;
+  }
   switch (e.kind) {
     case RSS_EV_UPDATE:
       on_update(e);

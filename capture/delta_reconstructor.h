@@ -134,6 +134,12 @@ struct ReconstructorOptions {
   // another CPU's slot than its record's, or let another task's record on
   // its CPU take its add: it is flagged, and so is what it may have upset.
   bool preemptible = true;
+  // Most mms audited at once: past it, the records of any other mm are
+  // skipped and counted (ReconstructorStats::over_mm_limit), so a hostile
+  // recording of millions of mms that never end cannot take gigabytes
+  // (~3 KiB an mm on 2 CPUs, more with more CPUs). A host has far fewer
+  // processes at once.
+  size_t max_mms = size_t{1} << 18;
 };
 
 struct ReconstructorStats {
@@ -168,6 +174,9 @@ struct ReconstructorStats {
   // told by the cache the task still held at the add; flagged.
   uint64_t unannounced_folds = 0;
   uint64_t mms_created = 0;
+  // Records skipped because their mm would have been one more than
+  // ReconstructorOptions::max_mms.
+  uint64_t over_mm_limit = 0;
   uint64_t mms_destroyed = 0;
   uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()
   // Mms joined mid-life found to have a second user (two tasks updating).

@@ -118,6 +118,7 @@ void replay(const ReplayOptions& o) {
                         {"updates", r.stats.updates},
                         {"exact", r.stats.exact},
                         {"ambiguous", r.stats.ambiguous},
+                        {"over_mm_limit", r.stats.over_mm_limit},
                         {"fidelity_checked", checked},
                         {"fidelity_matched", pipeline->fidelity_matched()},
                         {"error", r.error ? nlohmann::json(r.error->message)
@@ -155,6 +156,11 @@ void replay(const ReplayOptions& o) {
     fmt::print("updates {} exact {} ambiguous {}\nfidelity {}\n",
                r.stats.updates, r.stats.exact, r.stats.ambiguous,
                fidelity_text(pipeline->fidelity_matched(), checked));
+    if (r.stats.over_mm_limit > 0)
+      fmt::print(
+          "{} records skipped: their mm would have been one more than the "
+          "{} audited at once\n",
+          r.stats.over_mm_limit, ReconstructorOptions{}.max_mms);
     if (pipeline->finished_mms() > o.mms_kept)
       fmt::print(
           "ranked among the live and the {} newest ended mms "

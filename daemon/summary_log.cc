@@ -30,12 +30,13 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
       "unlocked={} late={} depth_unknown={} syncs={} "
       "sync_mismatches={} reordered={} unannounced_folds={} "
-      "hook_misses={} drops={} bad_records={} fidelity={} ({}/{})\n",
+      "hook_misses={} drops={} bad_records={} over_mm_limit={} "
+      "fidelity={} ({}/{})\n",
       pipeline.live_mms(), pipeline.finished_mms(), stats.updates, stats.exact,
       stats.ambiguous, stats.no_baseline, stats.inconsistent, stats.count_ahead,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
-      hook_misses, drops, stats.bad_records,
+      hook_misses, drops, stats.bad_records, stats.over_mm_limit,
       // Not measured, never a made-up 100%, when nothing was compared.
       checked ? fmt::format("{:.4f}%",
                             100.0 * pipeline.fidelity_matched() / checked)

@@ -712,6 +712,35 @@ TEST(DeltaReconstructor, BadRecordsAreCountedNotUsed) {
   EXPECT_EQ(r.stats().bad_records, 2u);
 }
 
+// At most max_mms mms at once: the records of one more are counted and
+// skipped until one ends.
+TEST(DeltaReconstructor, MmsBeyondTheLimitAreCountedNotAudited) {
+  ReconstructorOptions o = two_cpus();
+  o.max_mms = 2;
+  DeltaReconstructor r(o);
+  RecordingSink sink;
+  FakeKernel kernel(2);
+  uint64_t time = 1000;
+  const auto update_of = [&](uint64_t mm) {
+    rss_event e = kernel.add(0, kAnonPages, 1, time += 1000);
+    e.mm = mm;
+    e.flags |= RSS_EVF_CREATING;
+    return e;
+  };
+  for (const uint64_t mm : {0xa000, 0xb000, 0xc000, 0xc000, 0xa000})
+    r.on_event(update_of(mm), sink);
+  EXPECT_EQ(r.stats().mms_created, 2u);
+  EXPECT_EQ(r.stats().over_mm_limit, 2u) << "both records of 0xc000";
+  rss_event gone{};
+  gone.kind = RSS_EV_EXIT_MMAP;
+  gone.mm = 0xb000;
+  gone.start_ns = time += 1000;
+  r.on_event(gone, sink);
+  r.on_event(update_of(0xc000), sink);
+  EXPECT_EQ(r.stats().mms_created, 3u) << "room once one ended";
+  EXPECT_EQ(r.stats().over_mm_limit, 2u);
+}
+
 // An mm that updated on both CPUs before the capture: only CPU 0 updates
 // under it. Its first update has no baseline; a resync whose read the
 // stream shows quiet gives the anon value, and the last unknown (CPU 1's
