@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <linux/fs.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <cstring>
 
 #include "core/schemes/scheme_set.h"
+#include "os/unique_fd.h"
 
 namespace rssaudit {
 namespace {
@@ -319,6 +322,7 @@ Result<void, StoreError> Store::flush() {
     return {};
   }
   if (Result<void, StoreError> r = follow_the_path(); !r) return kept(r);
+  if (Result<void, StoreError> r = check_not_frozen(); !r) return kept(r);
   // First the run and the processes, which the rows refer to, and the
   // losses, which say what is missing: small, and needed by all the rest.
   Result<void, StoreError> s =
@@ -409,6 +413,24 @@ Result<void, StoreError> Store::follow_the_path() {
       .kind = "database_reopened",
       .detail = "the database file was deleted while rssauditd wrote it; "
                 "rows written before are not in this file"});
+  return {};
+}
+
+Result<void, StoreError> Store::check_not_frozen() const {
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string file = db_->path() + suffix;
+    const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    int flags = 0;
+    if (!fd || ::ioctl(fd.get(), FS_IOC_GETFLAGS, &flags) != 0) continue;
+    if (!(flags & (FS_IMMUTABLE_FL | FS_APPEND_FL))) continue;
+    // SQLite writes -shm through a shared map: a write fault on a frozen
+    // file is SIGBUS, not an error it could return.
+    return unexpected(StoreError{
+        StoreError::Code::kReadOnly,
+        fmt::format("{}: made {} (chattr); not written until that is undone",
+                    file,
+                    flags & FS_IMMUTABLE_FL ? "immutable" : "append-only")});
+  }
   return {};
 }
 
@@ -535,7 +557,8 @@ Result<void, StoreError> Store::write_piece(Pieces& piece) {
 
 Result<void, StoreError> Store::apply_retention(const RetentionPolicy& policy,
                                                 int64_t now_ns) {
-  Result<void, StoreError> s;
+  Result<void, StoreError> s = check_not_frozen();
+  if (!s) return s;
   if (policy.max_age.count() > 0)
     s = delete_before(now_ns - policy.max_age.count());
   if (s && policy.max_bytes > 0) s = trim_to_size(policy.max_bytes);

@@ -178,6 +178,9 @@ class Store {
   // Begins a new database when the open file was deleted; an error when
   // the path names another file.
   Result<void, StoreError> follow_the_path();
+  // An error when chattr made a file of the database immutable or
+  // append-only: SQLite would die of SIGBUS writing its -shm map.
+  Result<void, StoreError> check_not_frozen() const;
   void mark_dirty(int64_t process_id, Process& p);
   // Keeps every row of a cached process within its [first_seen_ns,
   // last_seen_ns], which readers and retention use to find its rows.

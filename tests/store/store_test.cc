@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "core/schemes/scheme_set.h"
+#include "os/unique_fd.h"
 #include "store/store_queries.h"
 
 namespace rssaudit {
@@ -553,6 +556,48 @@ TEST(StoreDeleted, ADeletedDatabaseIsNoticedAndANewOneBegun) {
             1);
   // The new file is locked as the first was.
   EXPECT_FALSE(Store::open(path, {}).has_value());
+}
+
+// chattr +i or +a on the database's files (the admin freezing them): a
+// write through SQLite's shared-memory map of -shm then faults, SIGBUS.
+// The flush says so instead, keeps its rows, and writes them once unset.
+bool set_fs_flag(const std::string& path, int flag, bool on) {
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  int flags = 0;
+  if (!fd || ioctl(fd.get(), FS_IOC_GETFLAGS, &flags) != 0) return false;
+  flags = on ? flags | flag : flags & ~flag;
+  return ioctl(fd.get(), FS_IOC_SETFLAGS, &flags) == 0;
+}
+
+TEST(StoreFrozen, FilesMadeImmutableAreRefusedNotWrittenThrough) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({7, 100}, "worker", "/", 1);
+  store->add_sample(make_sample(p, 1, 1));
+  ASSERT_TRUE(store->flush().has_value());
+  for (const int flag : {FS_IMMUTABLE_FL, FS_APPEND_FL}) {
+    const std::vector<std::string> files = {path, path + "-wal", path + "-shm"};
+    for (const std::string& f : files) {
+      if (!set_fs_flag(f, flag, true))
+        GTEST_SKIP() << "cannot chattr " << f << ": " << std::strerror(errno)
+                     << " (needs CAP_LINUX_IMMUTABLE and ext4, xfs, tmpfs)";
+    }
+    store->add_sample(make_sample(p, 2 + flag, 2 + flag));
+    const Result<void, StoreError> s = store->flush();
+    for (const std::string& f : files) set_fs_flag(f, flag, false);
+    ASSERT_FALSE(s.has_value());
+    EXPECT_NE(s.error().message.find(flag == FS_IMMUTABLE_FL ? "immutable"
+                                                             : "append-only"),
+              std::string::npos)
+        << s.error().message;
+    EXPECT_NE(s.error().message.find("1 rows kept"), std::string::npos)
+        << s.error().message;
+    const Result<void, StoreError> again = store->flush();
+    ASSERT_TRUE(again.has_value()) << again.error().message;
+  }
+  EXPECT_EQ(sample_count(path), 3);
 }
 
 TEST(StoreDeleted, AFileMovedOverTheDatabaseIsNeverWrittenInto) {
