@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <set>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #ifndef SO_PEERGROUPS
@@ -131,6 +132,7 @@ struct ControlServer::State {
   ino_t socket_ino = 0;
   ControlServerStats stats;
   std::set<std::shared_ptr<Session>> sessions;
+  uint64_t waits = 0;  // orders the sessions' waits for a request
 };
 
 namespace {
@@ -139,8 +141,9 @@ using State = ControlServer::State;
 
 }  // namespace
 
-// One client connection: read a line, answer it, repeat. Each read and
-// write has its own deadline, so a silent or non-reading client is closed.
+// One client connection: read a line, answer it, repeat. Each wait for a
+// request and each write has its own deadline, so a silent or non-reading
+// client is closed.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(std::shared_ptr<State> state, Local::socket socket)
@@ -148,7 +151,7 @@ class Session : public std::enable_shared_from_this<Session> {
         socket_(std::move(socket)),
         timer_(state_->io) {}
 
-  void begin() { read(); }
+  void begin() { await_request(); }
 
   void close() {
     if (closed_) return;
@@ -160,9 +163,22 @@ class Session : public std::enable_shared_from_this<Session> {
     state_->sessions.erase(shared_from_this());
   }
 
+  // Whether a newcomer may displace this session, and in what order
+  // (control_server.h): the lowest rank first.
+  bool evictable() const { return phase_ != Phase::kAnswering; }
+  std::pair<bool, uint64_t> eviction_rank() const {
+    return {phase_ == Phase::kReceiving, waiting_since_};
+  }
+
  private:
-  void arm_deadline() {
-    timer_.expires_after(state_->options.idle_timeout);
+  enum class Phase {
+    kIdle,       // waiting for a request, none of it received
+    kReceiving,  // part of a request received
+    kAnswering,  // a request read, its answer not yet written
+  };
+
+  void arm_deadline(std::chrono::milliseconds timeout) {
+    timer_.expires_after(timeout);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       // A re-arm cancels the wait, but one that had already expired may
       // still be queued: trust the expiry time, not the error code.
@@ -174,8 +190,26 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  void read() {
-    arm_deadline();
+  // One deadline for the whole request, however it trickles in.
+  void await_request() {
+    const ControlServerOptions& o = state_->options;
+    phase_ = Phase::kIdle;
+    waiting_since_ = ++state_->waits;
+    arm_deadline(answered_ ? o.idle_timeout
+                           : std::min(o.first_request_timeout, o.idle_timeout));
+    if (!buffer_.empty()) return receive();  // pipelined
+    // Readability, not a read: until a byte arrives the session is idle,
+    // the first kind a newcomer displaces.
+    socket_.async_wait(Local::socket::wait_read,
+                       [self = shared_from_this()](error_code ec) {
+                         if (self->closed_) return;
+                         if (ec) return self->close();
+                         self->receive();
+                       });
+  }
+
+  void receive() {
+    phase_ = Phase::kReceiving;
     // One byte past the limit for the '\n': a full buffer without one is a
     // line too long (error::not_found).
     asio::async_read_until(
@@ -212,15 +246,15 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(bool then_close) {
-    arm_deadline();
+    phase_ = Phase::kAnswering;
+    arm_deadline(state_->options.idle_timeout);
     asio::async_write(
         socket_, asio::buffer(reply_),
         [self = shared_from_this(), then_close](error_code ec, size_t) {
           if (self->closed_) return;
-          if (ec || then_close)
-            self->close();
-          else
-            self->read();
+          if (ec || then_close) return self->close();
+          self->answered_ = true;
+          self->await_request();
         });
   }
 
@@ -229,6 +263,9 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer timer_;
   std::string buffer_;
   std::string reply_;
+  Phase phase_ = Phase::kIdle;
+  uint64_t waiting_since_ = 0;  // State::waits when the wait began
+  bool answered_ = false;       // a request was answered: no longer new
   bool closed_ = false;
 };
 
@@ -243,6 +280,19 @@ void refuse(Local::socket& socket, const std::string& why) {
   const std::string line = error_line(why) + "\n";
   asio::write(socket, asio::buffer(line), ec);
   socket.close(ec);
+}
+
+// Closes the session a newcomer displaces, if any may be.
+bool make_room(State& state) {
+  std::shared_ptr<Session> victim;
+  for (const std::shared_ptr<Session>& s : state.sessions)
+    if (s->evictable() &&
+        (!victim || s->eviction_rank() < victim->eviction_rank()))
+      victim = s;
+  if (!victim) return false;
+  ++state.stats.evicted;
+  victim->close();
+  return true;
 }
 
 void accept_next(const std::shared_ptr<State>& state);
@@ -271,7 +321,8 @@ void on_accept(const std::shared_ptr<State>& state, error_code ec,
                               "group '{}'",
                               peer->uid, state->daemon_uid, state->socket_group)
                 : "permission denied: peer credentials unavailable");
-  } else if (state->sessions.size() >= state->options.max_connections) {
+  } else if (state->sessions.size() >= state->options.max_connections &&
+             !make_room(*state)) {
     ++state->stats.over_limit;
     refuse(socket, fmt::format("too many connections (limit {}); try again",
                                state->options.max_connections));

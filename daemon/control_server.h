@@ -9,8 +9,14 @@
 // nothing: allowed are uid 0, the daemon's uid and members of the socket
 // file's group. Anyone else gets one error line and is closed.
 //
-// What a client may cost: lines of at most kMaxRequestBytes, at most
-// `max_connections` at once, and `idle_timeout` for each read or write.
+// What a client may cost: lines of at most kMaxRequestBytes;
+// `first_request_timeout` to send its first complete line, then
+// `idle_timeout` for each further read or write; at most `max_connections`
+// at once. Idle clients cannot lock others out: when every slot is taken,
+// a newcomer displaces a connection waiting for a request — first one that
+// has sent nothing of it, then one part-way through it; within each, the one
+// that has waited longest. A connection being answered is never displaced:
+// only when all of them are is the newcomer refused.
 #pragma once
 
 #include <sys/types.h>
@@ -35,6 +41,9 @@ struct ControlServerOptions {
   std::string group;  // by name; empty: the daemon's group
   size_t max_connections = 16;
   std::chrono::milliseconds idle_timeout{10'000};
+  // Clients send their request as they connect: a slot is not held longer
+  // by one that does not (never longer than idle_timeout).
+  std::chrono::milliseconds first_request_timeout{2'000};
   size_t max_line_bytes = kMaxRequestBytes;
 };
 
@@ -44,7 +53,8 @@ struct ControlServerStats {
   uint64_t requests = 0;
   uint64_t bad_requests = 0;  // answered with an error
   uint64_t refused_peers = 0;
-  uint64_t over_limit = 0;  // refused: too many connections
+  uint64_t over_limit = 0;  // refused: every connection was being answered
+  uint64_t evicted = 0;     // closed to make room for a newcomer
   uint64_t timeouts = 0;
   uint64_t oversized = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -30,6 +31,8 @@ struct MetricsServer::State : std::enable_shared_from_this<State> {
 
   void accept();
   void on_accept(beast::error_code ec, tcp::socket socket);
+  // Closes the connection a newcomer displaces, if any may be.
+  bool make_room();
   // A connection ended: its slot is free again.
   void release(MetricsConnection* c);
 
@@ -41,6 +44,8 @@ struct MetricsServer::State : std::enable_shared_from_this<State> {
   uint16_t port = 0;
   bool accepting = false;  // an async_accept is pending
   bool stopped = false;
+  MetricsServerStats stats;
+  uint64_t waits = 0;  // orders the connections' waits for a request
   std::unordered_map<MetricsConnection*, std::weak_ptr<MetricsConnection>>
       connections;
 };
@@ -70,6 +75,21 @@ http::status parse_failure_status(const beast::error_code& ec) {
   return http::status::bad_request;
 }
 
+// One 503 to a client we cannot serve now, then close. Non-blocking: it fits
+// a fresh connection's socket buffer, and a refused client must not hold the
+// loop.
+void refuse(tcp::socket& socket, size_t limit) {
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  auto res = text_response(
+      http::status::service_unavailable, 11,
+      fmt::format("too many connections (limit {}); try again\n", limit));
+  res.keep_alive(false);
+  res.prepare_payload();
+  http::write(socket, res, ec);
+  socket.close(ec);
+}
+
 }  // namespace
 
 // One client connection: reads requests one at a time (keep-alive), answers
@@ -84,29 +104,79 @@ class MetricsConnection
         buffer_(state_->options.max_request_bytes) {}
   ~MetricsConnection() { state_->release(this); }
 
-  void read() {
+  // One deadline for the whole request, however it trickles in.
+  void await_request() {
+    const MetricsServerOptions& o = state_->options;
+    phase_ = Phase::kIdle;
+    waiting_since_ = ++state_->waits;
     parser_.emplace();
     // Both limits, and the buffer's, so no request can grow memory further.
-    parser_->header_limit(state_->options.max_request_bytes);
-    parser_->body_limit(state_->options.max_request_bytes);
-    stream_.expires_after(state_->options.timeout);
+    parser_->header_limit(o.max_request_bytes);
+    parser_->body_limit(o.max_request_bytes);
+    stream_.expires_after(
+        answered_ ? o.timeout : std::min(o.first_request_timeout, o.timeout));
+    if (buffer_.size() > 0) return receive();  // pipelined
+    // The first bytes on their own: until they come the connection is idle,
+    // the first kind a newcomer displaces.
+    stream_.async_read_some(
+        buffer_.prepare(buffer_.max_size()),
+        [self = shared_from_this()](beast::error_code ec, size_t n) {
+          self->on_first_bytes(ec, n);
+        });
+  }
+
+  void close() {
+    closed_ = true;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  // Whether a newcomer may displace this connection, and in what order
+  // (metrics_server.h): the lowest rank first.
+  bool evictable() const { return phase_ != Phase::kAnswering; }
+  std::pair<bool, uint64_t> eviction_rank() const {
+    return {phase_ == Phase::kReceiving, waiting_since_};
+  }
+
+ private:
+  enum class Phase {
+    kIdle,       // waiting for a request, none of it received
+    kReceiving,  // part of a request received
+    kAnswering,  // a request read, its answer not yet written
+  };
+
+  // A completion with nothing left to do: the server stopped or this
+  // connection was closed (a queued completion may still report success).
+  bool ended(const beast::error_code& ec) const {
+    return state_->stopped || closed_ || ec == asio::error::operation_aborted;
+  }
+
+  // The stream failed (EOF, reset, timeout): nothing more can be said.
+  void hang_up(const beast::error_code& ec) {
+    if (ec == beast::error::timeout) ++state_->stats.timeouts;
+    close();
+  }
+
+  void on_first_bytes(beast::error_code ec, size_t n) {
+    if (ended(ec)) return;
+    if (ec) return hang_up(ec);
+    buffer_.commit(n);
+    receive();
+  }
+
+  void receive() {
+    phase_ = Phase::kReceiving;
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->on_read(ec);
                      });
   }
 
-  void close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
-  }
-
- private:
   void on_read(beast::error_code ec) {
-    if (state_->stopped || ec == asio::error::operation_aborted) return;
+    if (ended(ec)) return;
     if (ec == http::error::end_of_stream || ec == beast::error::timeout) {
-      return close();
+      return hang_up(ec);
     }
     if (ec) {
       // Malformed or oversized: say so once, then hang up, since the rest
@@ -155,6 +225,7 @@ class MetricsConnection
   }
 
   void write(Response res) {
+    phase_ = Phase::kAnswering;
     res.prepare_payload();
     response_ = std::move(res);
     stream_.expires_after(state_->options.timeout);
@@ -166,9 +237,11 @@ class MetricsConnection
   }
 
   void on_write(beast::error_code ec) {
-    if (state_->stopped || ec == asio::error::operation_aborted) return;
-    if (ec || !response_->keep_alive()) return close();
-    read();
+    if (ended(ec)) return;
+    if (ec) return hang_up(ec);
+    if (!response_->keep_alive()) return close();
+    answered_ = true;
+    await_request();
   }
 
   std::shared_ptr<MetricsServer::State> state_;
@@ -176,6 +249,10 @@ class MetricsConnection
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;
+  Phase phase_ = Phase::kIdle;
+  uint64_t waiting_since_ = 0;  // State::waits when the wait began
+  bool answered_ = false;       // a request was answered: no longer new
+  bool closed_ = false;
 };
 
 void MetricsServer::State::accept() {
@@ -198,18 +275,36 @@ void MetricsServer::State::on_accept(beast::error_code ec, tcp::socket socket) {
     });
     return;
   }
-  auto c = std::make_shared<MetricsConnection>(shared_from_this(),
-                                               std::move(socket));
-  connections.emplace(c.get(), c);
-  c->read();
-  // At the limit, further clients wait in the listen backlog until a
-  // connection ends (release() resumes accepting).
-  if (connections.size() < options.max_connections) accept();
+  ++stats.accepted;
+  if (connections.size() >= options.max_connections && !make_room()) {
+    ++stats.over_limit;
+    refuse(socket, options.max_connections);
+  } else {
+    auto c = std::make_shared<MetricsConnection>(shared_from_this(),
+                                                 std::move(socket));
+    connections.emplace(c.get(), c);
+    c->await_request();
+  }
+  accept();
+}
+
+bool MetricsServer::State::make_room() {
+  std::shared_ptr<MetricsConnection> victim;
+  for (auto& [_, weak] : connections) {
+    auto c = weak.lock();
+    if (c && c->evictable() &&
+        (!victim || c->eviction_rank() < victim->eviction_rank()))
+      victim = std::move(c);
+  }
+  if (!victim) return false;
+  ++stats.evicted;
+  connections.erase(victim.get());
+  victim->close();
+  return true;
 }
 
 void MetricsServer::State::release(MetricsConnection* c) {
   connections.erase(c);
-  accept();
 }
 
 MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options,
@@ -249,6 +344,8 @@ Result<void> MetricsServer::start() {
 }
 
 uint16_t MetricsServer::port() const { return state_->port; }
+
+MetricsServerStats MetricsServer::stats() const { return state_->stats; }
 
 void MetricsServer::stop() {
   auto& s = *state_;

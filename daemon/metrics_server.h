@@ -8,7 +8,11 @@
 //
 // It faces the network, so everything is bounded: request size, time per
 // request, number of open connections. Garbage gets a 4xx or a closed socket,
-// never a crash.
+// never a crash. Idle clients cannot delay a scrape: when every slot is
+// taken, a newcomer displaces a connection waiting for a request — first one
+// that has sent nothing of it, then one part-way through it; within each, the
+// one that has waited longest. A connection being answered is never
+// displaced: only when all of them are does the newcomer get a 503.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -33,6 +37,18 @@ struct MetricsServerOptions {
   // For reading one whole request, and for writing one answer: a client
   // that trickles bytes is cut off, and an idle keep-alive connection too.
   std::chrono::milliseconds timeout{10'000};
+  // For the first request of a connection (never longer than timeout):
+  // scrapers send it as they connect, so a slot is not held longer by one
+  // that does not.
+  std::chrono::milliseconds first_request_timeout{2'000};
+};
+
+// What the server has done about its limits, for the daemon's summaries.
+struct MetricsServerStats {
+  uint64_t accepted = 0;
+  uint64_t over_limit = 0;  // refused: every connection was being answered
+  uint64_t evicted = 0;     // closed to make room for a newcomer
+  uint64_t timeouts = 0;
 };
 
 class MetricsServer {
@@ -55,6 +71,8 @@ class MetricsServer {
   // The bound port (the ephemeral one when options.port was 0); 0 before
   // start() succeeded.
   uint16_t port() const;
+  // Call on the loop thread.
+  MetricsServerStats stats() const;
   // Closes the listener and every connection; pending handlers complete
   // with operation_aborted on the loop. Idempotent.
   void stop();

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/idle_flood.h"
 #include "tests/support/sample_live_view.h"
 
 namespace rssaudit {
@@ -150,7 +151,7 @@ class ControlServerTest : public ::testing::Test {
   std::unique_ptr<ControlServer> make(ControlServerOptions o) {
     return std::make_unique<ControlServer>(io_, std::move(o), [this] {
       ++views_;
-      return testing::sample_live_view();
+      return view_;
     });
   }
 
@@ -182,6 +183,7 @@ class ControlServerTest : public ::testing::Test {
       asio::make_work_guard(io_);
   std::thread loop_;
   std::atomic<int> views_{0};
+  LiveView view_ = testing::sample_live_view();  // set before make()
   fs::path dir_;
   std::string path_;
 };
@@ -302,26 +304,117 @@ TEST_F(ControlServerTest, ConcurrentClientsAllGetTheirAnswers) {
   on_loop([&] { server->stop(); });
 }
 
-TEST_F(ControlServerTest, ConnectionsBeyondTheLimitAreRefusedWithALine) {
+// Idle clients holding every slot, and more arriving all the time, still
+// leave room for a real request: each is answered long before any idle
+// client could time out.
+TEST_F(ControlServerTest, IdleClientsDoNotLockOthersOut) {
+  ControlServerOptions o = options();
+  o.idle_timeout = o.first_request_timeout = std::chrono::seconds(5);
+  auto server = make(o);
+  start(*server);
+  std::vector<std::unique_ptr<Connection>> idle;
+  for (size_t i = 0; i < o.max_connections; ++i)
+    idle.push_back(std::make_unique<Connection>(path_));
+  ASSERT_TRUE(eventually([&] {
+    return on_loop([&] { return server->connections(); }) == o.max_connections;
+  }));
+  testing::IdleFlood<std::unique_ptr<Connection>> flood(
+      [&] { return std::make_unique<Connection>(path_); },
+      std::chrono::milliseconds(50));
+  for (int i = 0; i < 10; ++i) {
+    const auto asked = Clock::now();
+    Connection c(path_);
+    const json r = c.ask(R"({"request":"health"})");
+    EXPECT_EQ(r["ok"], true) << r;
+    EXPECT_LT(Clock::now() - asked, o.idle_timeout / 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const ControlServerStats stats = on_loop([&] { return server->stats(); });
+  EXPECT_GT(stats.evicted, 0u);
+  EXPECT_EQ(stats.over_limit, 0u);
+  on_loop([&] { server->stop(); });
+}
+
+// Idle clients are displaced first: one sending its request byte by byte
+// while they keep arriving is answered.
+TEST_F(ControlServerTest, AClientPartWayThroughARequestOutlastsIdleOnes) {
+  ControlServerOptions o = options();
+  o.idle_timeout = o.first_request_timeout = std::chrono::seconds(5);
+  auto server = make(o);
+  start(*server);
+  // Older than the slow client: without the rule it would go first after
+  // them.
+  std::vector<std::unique_ptr<Connection>> idle;
+  for (size_t i = 0; i + 1 < o.max_connections; ++i)
+    idle.push_back(std::make_unique<Connection>(path_));
+  ASSERT_TRUE(eventually([&] {
+    return on_loop([&] { return server->connections(); }) ==
+           o.max_connections - 1;
+  }));
+  Connection slow(path_);
+  testing::IdleFlood<std::unique_ptr<Connection>> flood(
+      [&] { return std::make_unique<Connection>(path_); },
+      std::chrono::milliseconds(50));
+  const std::string request = R"({"request":"health","id":"slow"})"
+                              "\n";
+  for (char byte : request) {
+    ASSERT_TRUE(slow.send_all(std::string(1, byte))) << "displaced";
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  }
+  const auto line = slow.read_line();
+  ASSERT_TRUE(line) << "displaced";
+  EXPECT_EQ(json::parse(*line)["id"], "slow");
+  EXPECT_GT(on_loop([&] { return server->stats().evicted; }), 0u);
+  on_loop([&] { server->stop(); });
+}
+
+// Only a connection in the middle of being answered is never displaced:
+// with every slot taken by one, a newcomer gets a line and is closed.
+TEST_F(ControlServerTest, ANewcomerIsRefusedOnlyWhileAllAreBeingAnswered) {
+  // An answer far larger than a socket buffer: a client that does not read
+  // it keeps its connection being answered.
+  view_.processes.assign(5000, view_.processes[0]);
   ControlServerOptions o = options();
   o.max_connections = 2;
   auto server = make(o);
   start(*server);
   auto a = std::make_unique<Connection>(path_);
   Connection b(path_);
+  for (Connection* c : {a.get(), &b})
+    ASSERT_TRUE(c->send_all(R"({"request":"processes"})"
+                            "\n"));
   ASSERT_TRUE(eventually(
-      [&] { return on_loop([&] { return server->connections(); }) == 2; }));
+      [&] { return on_loop([&] { return server->stats().requests; }) == 2; }));
   Connection c(path_);
   const auto line = c.read_line();
   ASSERT_TRUE(line);
   EXPECT_EQ(json::parse(*line)["error"],
             "too many connections (limit 2); try again");
   EXPECT_TRUE(c.closed_by_peer());
-  a.reset();  // frees a slot
+  a.reset();  // its answer fails: the slot is free
   ASSERT_TRUE(eventually(
       [&] { return on_loop([&] { return server->connections(); }) == 1; }));
   Connection d(path_);
   EXPECT_EQ(d.ask(R"({"request":"health"})")["ok"], true);
+  const ControlServerStats stats = on_loop([&] { return server->stats(); });
+  EXPECT_EQ(stats.over_limit, 1u);
+  EXPECT_EQ(stats.evicted, 0u);
+  on_loop([&] { server->stop(); });
+}
+
+// A client gets first_request_timeout to send its first request, then
+// idle_timeout between requests.
+TEST_F(ControlServerTest, AClientMustAskSoonAfterConnectingThenMayIdle) {
+  ControlServerOptions o = options();  // idle_timeout: 10 s
+  o.first_request_timeout = std::chrono::seconds(1);
+  auto server = make(o);
+  start(*server);
+  Connection silent(path_), established(path_);
+  EXPECT_EQ(established.ask(R"({"request":"health"})")["ok"], true);
+  EXPECT_TRUE(silent.closed_by_peer()) << "kept for idle_timeout";
+  std::this_thread::sleep_for(o.first_request_timeout * 3 / 2);
+  EXPECT_EQ(established.ask(R"({"request":"health"})")["ok"], true);
+  EXPECT_EQ(on_loop([&] { return server->stats().timeouts; }), 1u);
   on_loop([&] { server->stop(); });
 }
 

@@ -6,6 +6,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <future>
 #include <optional>
 #include <string>
 #include <thread>
@@ -53,6 +54,13 @@ class ServerOnLoop {
       done.notify_one();
     });
     done.wait(false);
+  }
+
+  // The server's stats, read on the loop thread.
+  MetricsServerStats stats() {
+    std::promise<MetricsServerStats> read;
+    boost::asio::post(io_, [&] { read.set_value(server_.stats()); });
+    return read.get_future().get();
   }
 
   const std::string& start_error() const { return start_error_; }

@@ -4,11 +4,16 @@
 #include <poll.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/daemon/http_test_client.h"
 #include "tests/daemon/metrics_server_fixture.h"
+#include "tests/support/idle_flood.h"
 
 namespace rssaudit {
 namespace {
@@ -16,10 +21,88 @@ namespace {
 using testing::http_request;
 using testing::raw_exchange;
 using testing::ServerOnLoop;
+namespace asio = testing::asio;
+namespace beast = testing::beast;
 namespace http = testing::http;
+using tcp = testing::tcp;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
 std::string body_for(ExpositionFormat f) {
   return f == ExpositionFormat::kOpenMetrics ? "om 1\n# EOF\n" : "text 1\n";
+}
+
+// Polls `done` until true or the client deadline passes.
+template <class Fn>
+bool eventually(Fn done) {
+  const auto deadline = Clock::now() + testing::kClientDeadline;
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return done();
+}
+
+tcp::endpoint loopback(uint16_t port) {
+  return {asio::ip::make_address("127.0.0.1"), port};
+}
+
+// A new connection to `port` each call, for IdleFlood.
+std::function<tcp::socket()> connector(asio::io_context& io, uint16_t port) {
+  return [&io, port] {
+    tcp::socket c(io);
+    c.connect(loopback(port));
+    return c;
+  };
+}
+
+// One kept-alive connection, requests one at a time, each with the client
+// deadline.
+class KeepAliveClient {
+ public:
+  explicit KeepAliveClient(uint16_t port) : stream_(io_) {
+    stream_.connect(loopback(port));
+  }
+
+  testing::HttpResult get(const std::string& target) {
+    http::request<http::empty_body> req{http::verb::get, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    testing::HttpResult r;
+    stream_.expires_after(testing::kClientDeadline);
+    http::async_write(stream_, req, [&](beast::error_code ec, size_t) {
+      if (ec) {
+        r.ec = ec;
+        return;
+      }
+      http::async_read(stream_, buffer_, r.response,
+                       [&](beast::error_code ec, size_t) { r.ec = ec; });
+    });
+    io_.restart();
+    io_.run();
+    return r;
+  }
+
+ private:
+  asio::io_context io_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+};
+
+// What the server sends until it closes, within the client deadline.
+std::string read_until_closed(tcp::socket& socket) {
+  const auto deadline = Clock::now() + testing::kClientDeadline;
+  std::string received;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    pollfd p{socket.native_handle(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1)
+      return received;
+    char chunk[4096];
+    beast::error_code ec;
+    received.append(chunk, socket.read_some(asio::buffer(chunk), ec));
+    if (ec) return received;
+  }
 }
 
 constexpr const char* kPrometheusAccept =
@@ -136,27 +219,110 @@ TEST(MetricsServer, ClosesAConnectionThatTricklesAPartialRequest) {
   EXPECT_EQ(raw.received, "");
 }
 
-// With every slot held by an idle client, a scrape is answered only once the
-// server has timed one of them out.
-TEST(MetricsServer, BoundsOpenConnections) {
-  ServerOnLoop s(
-      {.max_connections = 2, .timeout = std::chrono::milliseconds(300)},
-      body_for);
-  testing::asio::io_context io;
-  std::vector<testing::tcp::socket> idle;
+// Idle clients holding every slot, and more arriving all the time, do not
+// delay a scrape: each is answered long before any idle client could time
+// out.
+TEST(MetricsServer, IdleClientsDoNotDelayScrapes) {
+  const MetricsServerOptions o{
+      .timeout = std::chrono::seconds(5),
+      .first_request_timeout = std::chrono::seconds(5)};
+  ServerOnLoop s(o, body_for);
+  asio::io_context io;
+  std::vector<tcp::socket> idle;
+  for (size_t i = 0; i < o.max_connections; ++i)
+    idle.emplace_back(io).connect(loopback(s.port()));
+  asio::io_context flood_io;
+  testing::IdleFlood<tcp::socket> flood(connector(flood_io, s.port()),
+                                        milliseconds(50));
+  for (int i = 0; i < 10; ++i) {
+    const auto asked = Clock::now();
+    const auto r = http_request(s.port(), http::verb::get, "/metrics");
+    ASSERT_FALSE(r.ec) << r.ec.message();
+    EXPECT_EQ(r.response.result(), http::status::ok);
+    EXPECT_LT(Clock::now() - asked, o.timeout / 2);
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  const MetricsServerStats stats = s.stats();
+  EXPECT_GT(stats.evicted, 0u);
+  EXPECT_EQ(stats.over_limit, 0u);
+}
+
+// Idle clients are displaced first: one sending its request byte by byte
+// while they keep arriving is answered.
+TEST(MetricsServer, AClientPartWayThroughARequestOutlastsIdleOnes) {
+  const MetricsServerOptions o{
+      .timeout = std::chrono::seconds(5),
+      .first_request_timeout = std::chrono::seconds(5)};
+  ServerOnLoop s(o, body_for);
+  // Older than the slow client: without the rule it would go first after
+  // them.
+  asio::io_context io;
+  std::vector<tcp::socket> idle;
+  for (size_t i = 0; i + 1 < o.max_connections; ++i)
+    idle.emplace_back(io).connect(loopback(s.port()));
+  ASSERT_TRUE(
+      eventually([&] { return s.stats().accepted == o.max_connections - 1; }));
+  tcp::socket slow(io);
+  slow.connect(loopback(s.port()));
+  asio::io_context flood_io;
+  testing::IdleFlood<tcp::socket> flood(connector(flood_io, s.port()),
+                                        milliseconds(50));
+  for (char byte : std::string("GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                               "Connection: close\r\n\r\n")) {
+    beast::error_code ec;
+    asio::write(slow, asio::buffer(&byte, 1), ec);
+    ASSERT_FALSE(ec) << "displaced: " << ec.message();
+    std::this_thread::sleep_for(milliseconds(40));
+  }
+  const std::string answer = read_until_closed(slow);
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200 ")) << "displaced: " << answer;
+  EXPECT_GT(s.stats().evicted, 0u);
+}
+
+// Only a connection in the middle of being answered is never displaced: with
+// every slot taken by one, a newcomer gets a 503.
+TEST(MetricsServer, ANewcomerGets503OnlyWhileAllAreBeingAnswered) {
+  // A body far larger than loopback socket buffers: a client that does not
+  // read it keeps its connection being answered.
+  ServerOnLoop s({.max_connections = 2},
+                 [](ExpositionFormat) { return std::string(32 << 20, 'x'); });
+  asio::io_context io;
+  std::vector<tcp::socket> stuck;
   for (int i = 0; i < 2; ++i) {
-    idle.emplace_back(io).connect(
-        {testing::asio::ip::make_address("127.0.0.1"), s.port()});
+    stuck.emplace_back(io).connect(loopback(s.port()));
+    asio::write(stuck.back(),
+                asio::buffer(std::string_view("GET /metrics HTTP/1.1\r\n"
+                                              "Host: x\r\n\r\n")));
   }
-  const auto r = http_request(s.port(), http::verb::get, "/metrics");
-  ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.response.result(), http::status::ok);
-  int closed_by_server = 0;
-  for (auto& sock : idle) {
-    pollfd p{sock.native_handle(), POLLIN, 0};
-    closed_by_server += ::poll(&p, 1, 0) == 1 ? 1 : 0;  // readable: EOF
-  }
-  EXPECT_GE(closed_by_server, 1);
+  ASSERT_TRUE(eventually([&] { return s.renders() == 2; }));
+  const auto refused = raw_exchange(s.port(), "");
+  EXPECT_TRUE(refused.received.starts_with("HTTP/1.1 503 "))
+      << refused.received;
+  EXPECT_NE(refused.received.find("too many connections (limit 2)"),
+            std::string::npos);
+  stuck.pop_back();  // its answer fails: the slot is free
+  EXPECT_TRUE(eventually([&] {
+    return http_request(s.port(), http::verb::get, "/healthz")
+               .response.result() == http::status::ok;
+  }));
+  const MetricsServerStats stats = s.stats();
+  EXPECT_GE(stats.over_limit, 1u);
+  EXPECT_EQ(stats.evicted, 0u);
+}
+
+// A client gets first_request_timeout to send its first request, then the
+// full timeout between requests.
+TEST(MetricsServer, AClientMustAskSoonAfterConnectingThenMayIdle) {
+  const MetricsServerOptions o{.first_request_timeout =
+                                   std::chrono::seconds(1)};
+  ServerOnLoop s(o, body_for);  // timeout: 10 s
+  KeepAliveClient established(s.port());
+  EXPECT_EQ(established.get("/healthz").response.result(), http::status::ok);
+  const auto silent = raw_exchange(s.port(), "");
+  EXPECT_EQ(silent.ec, asio::error::eof) << "kept for the timeout";
+  std::this_thread::sleep_for(o.first_request_timeout * 3 / 2);
+  EXPECT_EQ(established.get("/healthz").response.result(), http::status::ok);
+  EXPECT_EQ(s.stats().timeouts, 1u);
 }
 
 TEST(MetricsServer, StopClosesListenerAndConnections) {
