@@ -33,8 +33,8 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   const std::string db =
       std::filesystem::temp_directory_path() /
       ("rssaudit-sigterm-" + std::to_string(getpid()) + ".db");
-  const std::string daemon =
-      std::string(RSSAUDIT_DAEMON) + " --db " + db + " --top 1000";
+  const std::string daemon = std::string(RSSAUDIT_DAEMON) + " --db " + db +
+                             " --top 1000 --socket none";
   // The workload: a shell that starts after the daemon and faults 32 MiB.
   const std::string log = db + ".err";
   const auto r = testing::run_command(
@@ -86,7 +86,7 @@ TEST(Daemon, RecordsEverySourceOfAProcessInTheHistory) {
   // 64 vCPUs (TCG) starting, faulting and the teardown took longer than 5 s.
   std::thread shell([&] {
     testing::run_command("( " + daemon + " --db " + db +
-                         " --sample-interval 0.2 --walk all "
+                         " --socket none --sample-interval 0.2 --walk all "
                          "--walk-interval 0.5 2>" +
                          err + " & echo $! > " + pid_file + "; wait $! )");
   });
