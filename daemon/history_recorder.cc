@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "os/clock.h"
+
 namespace rssaudit {
 namespace {
 
@@ -55,6 +57,7 @@ const RecordedIdentity* HistoryRecorder::identity(uint64_t mm_addr) const {
 
 void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
   last_tick_ns_ = wall_ns;
+  sampler_.start_tick(monotonic_ns());
   std::unordered_set<uint32_t> live_tgids;
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     if (!mm.summary.tgid) return;  // no owner seen yet: nothing to sample

@@ -22,6 +22,8 @@ std::string_view walk_decision_name(WalkDecision d) {
       return "too small";
     case WalkDecision::kTooSoon:
       return "too soon";
+    case WalkDecision::kTickSpent:
+      return "this tick's walk time spent";
   }
   return "?";
 }
@@ -200,6 +202,8 @@ bool ProcessSampler::take_walks(const ProcDir& dir,
   const uint64_t rss = s.status.vm_rss_pages(page_size_).value_or(0);
   s.walk_decision =
       decide_walk(policy_, request.pid, rss, request.last_walk_ns, s.begin_ns);
+  if (*s.walk_decision == WalkDecision::kWalk && s.begin_ns > walks_until_ns_)
+    s.walk_decision = WalkDecision::kTickSpent;
   if (*s.walk_decision != WalkDecision::kWalk) return true;
 
   // A failed walk is counted and explained; the cheap sources still stand.

@@ -46,7 +46,13 @@ enum class WalkDecision : uint8_t {
   kNotOptedIn,
   kTooSmall,
   kTooSoon,  // walked less than min_interval_ns ago
+  // This tick's walks took their budget (kWalkBudgetPerTick): the process
+  // is walked at a later tick, so walks never hold the caller's loop long.
+  kTickSpent,
 };
+// The time the walks of one tick may take (a walk under way when it runs
+// out finishes, within its own limit, sampler/pagemap_walk.h).
+inline constexpr uint64_t kWalkBudgetPerTickNs = 1'000'000'000;
 std::string_view walk_decision_name(WalkDecision d);
 
 // Pure: whether process `pid`, now `rss_pages` big, last walked at
@@ -155,6 +161,12 @@ class ProcessSampler {
   const SamplerStats& stats() const { return stats_; }
   // On a configuration reload (SIGHUP).
   void set_policy(WalkPolicy policy) { policy_ = std::move(policy); }
+  // A tick begins at `now_ns` (CLOCK_MONOTONIC): its walks may take
+  // kWalkBudgetPerTickNs from there. Without a tick, walks are unbounded
+  // in number.
+  void start_tick(uint64_t now_ns) {
+    walks_until_ns_ = now_ns + kWalkBudgetPerTickNs;
+  }
 
  private:
   // Reads and parses one cheap file into `out`; false ends the sample with
@@ -177,6 +189,7 @@ class ProcessSampler {
   PagemapWalker walker_;
   SamplerStats stats_;
   uint64_t page_size_;
+  uint64_t walks_until_ns_ = UINT64_MAX;  // this tick's walk budget's end
 };
 
 }  // namespace rssaudit

@@ -492,6 +492,26 @@ TEST(Sampler, WalksFollowThePolicyAndAreNotTakenUnasked) {
   EXPECT_EQ(sampler.stats().pagemap_walks, 1u);
 }
 
+// A tick's walks stop once they took its budget: the next tick takes them
+// up, and no sampling tick holds the daemon's loop for long.
+TEST(Sampler, WalksStopWhenTheTicksBudgetIsSpent) {
+  WalkPolicy policy;
+  policy.all = true;
+  policy.min_interval_ns = 0;
+  ProcessSampler sampler(policy);
+  const pid_t self = getpid();
+  sampler.start_tick(monotonic_ns() - kWalkBudgetPerTickNs - 1);
+  const SampleResult spent = sampler.sample(request(self, true));
+  EXPECT_EQ(spent.outcome, SampleOutcome::kOk) << "the cheap sources stand";
+  EXPECT_EQ(spent.sample.walk_decision, WalkDecision::kTickSpent)
+      << walk_decision_name(*spent.sample.walk_decision);
+  EXPECT_FALSE(spent.sample.smaps_rollup || spent.sample.pagemap);
+  sampler.start_tick(monotonic_ns());
+  const SampleResult walked = sampler.sample(request(self, true));
+  EXPECT_EQ(walked.sample.walk_decision, WalkDecision::kWalk);
+  EXPECT_TRUE(walked.sample.pagemap.has_value());
+}
+
 TEST(WalkPolicy, OnlyOptedInProcessesAreWalked) {
   WalkPolicy p;
   p.min_interval_ns = 0;
