@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 namespace rssaudit {
@@ -154,7 +155,15 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     max_span_ns_ = std::min<uint64_t>(e.span_ns, options_.grace_ns);
   const bool has_member =
       e.kind == RSS_EV_UPDATE || e.kind == RSS_EV_CACHE_SYNC;
-  if (e.cpu >= options_.nr_cpus || (has_member && e.member >= kMembers)) {
+  // Also what no kernel writes, so that the arithmetic on it cannot
+  // overflow: a count past 2^40 pages (4 EiB), a task cache (an int) past
+  // an int's range.
+  constexpr int64_t kMaxPages = int64_t{1} << 40;
+  const int64_t max_aux = e.kind == RSS_EV_CACHE_SYNC
+                              ? std::numeric_limits<int32_t>::max()
+                              : kMaxPages;
+  if (e.cpu >= options_.nr_cpus || (has_member && e.member >= kMembers) ||
+      (has_member && (e.aux > max_aux || e.aux < -max_aux))) {
     ++stats_.bad_records;
     return;
   }

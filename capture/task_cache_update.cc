@@ -72,7 +72,7 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
       if (cache_now != fold_pages) {
         // The kernel folds what its cache holds at the add.
         ++stats_.sync_mismatches;
-        push_cache_correction(e, st, m, cache_now - fold_pages);
+        push_cache_correction(e, st, m, int64_t{cache_now} - fold_pages);
         fold_pages = cache_now;
         ambiguous = true;
       }
@@ -89,7 +89,7 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
                it->second.cache[m] != cache_now) {
       // A cached update or a fold went unseen: the cache is the kernel's.
       ++stats_.sync_mismatches;
-      push_cache_correction(e, st, m, cache_now - it->second.cache[m]);
+      push_cache_correction(e, st, m, int64_t{cache_now} - it->second.cache[m]);
       it->second.cache[m] = cache_now;
     }
   }
@@ -142,7 +142,15 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   if (owner && (e.flags & RSS_EVF_CACHED)) owner_update(e, p);
   if (e.flags & RSS_EVF_CACHED) {
     p.update.delta = e.slot;
-    if (owner && last_task_->cache_known) last_task_->cache[m] += e.slot;
+    if (owner && last_task_->cache_known) {
+      // The kernel's cache is an int: a sum past it is no kernel's, and
+      // the cache is then not known.
+      const int64_t sum = int64_t{last_task_->cache[m]} + e.slot;
+      if (sum == static_cast<int32_t>(sum))
+        last_task_->cache[m] = static_cast<int32_t>(sum);
+      else
+        last_task_->cache_known = false;
+    }
     // The atomic is unchanged; the stream's own chain of it, once known,
     // is in sequence order with the other records.
     p.info.kernel_count = st.count_known[m] ? st.count[m] : e.aux;

@@ -80,6 +80,9 @@ Result<int64_t> parse_local(std::string_view text) {
   // mktime normalises 2024-02-31 to March: refuse instead of surprising.
   if (t == -1 || tm.tm_mday != day || tm.tm_mon != month - 1)
     return unexpected(Error{"no such date or time"});
+  // Nanoseconds since the epoch in 64 bits: 1678 to 2262.
+  if (t > INT64_MAX / kNsPerSecond || t < INT64_MIN / kNsPerSecond)
+    return unexpected(Error{"a time between the years 1678 and 2262"});
   return static_cast<int64_t>(t) * kNsPerSecond;
 }
 

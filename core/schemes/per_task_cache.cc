@@ -75,7 +75,7 @@ size_t PerTaskCache::bytes_per_mm() const {
          tasks_.size() * (sizeof(int32_t) + kMembers * sizeof(int32_t));
 }
 
-int32_t PerTaskCache::cached(uint32_t tid, int member) const {
+int64_t PerTaskCache::cached(uint32_t tid, int member) const {
   const TaskCache* t = find(tid);
   return t ? t->count[member] : 0;
 }

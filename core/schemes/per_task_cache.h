@@ -49,7 +49,7 @@ class PerTaskCache {
   ReadCost read_cost() const { return {1, std::nullopt}; }
 
   // The cache and event count of task `tid` (0 when it has none).
-  int32_t cached(uint32_t tid, int member) const;
+  int64_t cached(uint32_t tid, int member) const;
   int32_t events(uint32_t tid) const;
   size_t tasks() const { return tasks_.size(); }
 
@@ -58,7 +58,10 @@ class PerTaskCache {
   struct TaskCache {
     uint32_t tid = 0;
     int32_t events = 0;
-    std::array<int32_t, kMembers> count{};
+    // The kernel's is an int; 64 bits here, so that a recording's
+    // impossible deltas cannot overflow the model (bytes_per_mm counts the
+    // kernel's size).
+    std::array<int64_t, kMembers> count{};
   };
 
   // Tries the task found last, then scans: few tasks share an mm and

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -710,6 +711,30 @@ TEST(DeltaReconstructor, BadRecordsAreCountedNotUsed) {
   r.flush(sink);
   EXPECT_TRUE(sink.out.empty());
   EXPECT_EQ(r.stats().bad_records, 2u);
+}
+
+// Counts no kernel can hold are bad records, not arithmetic: a page count
+// past 2^40 and a task cache (an int) past an int (fuzz/stream_records_fuzz
+// overflowed the models with them).
+TEST(DeltaReconstructor, CountsNoKernelHoldsAreBadRecords) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  FakeKernel kernel(2);
+  rss_event e = kernel.add(0, kAnonPages, 1, 1000);
+  e.aux = std::numeric_limits<int64_t>::min();
+  r.on_event(e, sink);
+  e.aux = (int64_t{1} << 40) + 1;
+  r.on_event(e, sink);
+  rss_event sync{};
+  sync.kind = RSS_EV_CACHE_SYNC;
+  sync.mm = e.mm;
+  sync.tid = sync.tgid = 100;
+  sync.aux = int64_t{1} << 31;
+  sync.start_ns = 2000;
+  r.on_event(sync, sink);
+  r.flush(sink);
+  EXPECT_EQ(r.stats().bad_records, 3u);
+  EXPECT_EQ(r.stats().updates, 0u);
 }
 
 // At most max_mms mms at once: the records of one more are counted and

@@ -68,6 +68,21 @@ TEST(TimeArgs, AbsoluteTimesAreLocal) {
   EXPECT_EQ(utc_time_text(kNow), "2023-11-14T22:13:20Z");
 }
 
+// Times whose nanoseconds since the epoch do not fit 64 bits (found by
+// fuzz/time_args_fuzz: the product overflowed).
+TEST(TimeArgs, TimesOutsideTheNanosecondRangeAreRefused) {
+  TimeZone utc("UTC0");
+  for (const char* far : {"2300-01-01 00:00", "1600-01-01 00:00",
+                          "2-03-30 02:30", "9999-12-31 23:59"}) {
+    const auto r = parse_time_arg(far, kNow);
+    ASSERT_FALSE(r.has_value()) << far;
+    EXPECT_NE(r.error().message.find("between the years 1678 and 2262"),
+              std::string::npos)
+        << far << ": " << r.error().message;
+  }
+  EXPECT_TRUE(parse_time_arg("2262-01-01 00:00", kNow).has_value());
+}
+
 TEST(TimeArgs, RejectsWhatIsNotATime) {
   for (const char* bad :
        {"", "1", "h", "1x", "-5m", "1.5h", "1h30m", "yesterday", "2023-11-14",
