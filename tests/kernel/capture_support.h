@@ -18,6 +18,7 @@
 #include "capture/delta_reconstructor.h"
 #include "core/schemes/topology.h"
 #include "os/clock.h"
+#include "tests/support/faults_counted.h"
 
 namespace rssaudit::testing {
 
@@ -44,7 +45,7 @@ inline TestCapture open_test_capture() {
 
 // Faults `pages` fresh anonymous 4 KiB pages, one fault and one update
 // each (no THP); in a child, exits 3 when it cannot map them.
-inline char* touch_pages(size_t pages) {
+RSSAUDIT_FAULTS_COUNTED inline char* touch_pages(size_t pages) {
   constexpr size_t kPage = 4096;
   char* p =
       static_cast<char*>(mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,

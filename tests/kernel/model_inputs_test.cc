@@ -43,7 +43,7 @@ char* map_in_one_page_table(size_t pages) {
                                  ~(kPmd - 1));
 }
 
-void touch(char* p, size_t pages) {
+RSSAUDIT_FAULTS_COUNTED void touch(char* p, size_t pages) {
   for (size_t i = 0; i < pages; ++i)
     static_cast<volatile char*>(p)[i * kPage] = 1;
 }

@@ -25,6 +25,7 @@
 #include "os/clock.h"
 #include "sampler/pagemap_walk.h"
 #include "sampler/proc_reader.h"
+#include "tests/support/faults_counted.h"
 
 namespace rssaudit {
 namespace {
@@ -110,7 +111,8 @@ class Child {
   }
 
  private:
-  [[noreturn]] static void run(const ChildSpec& spec, int command, int ready) {
+  [[noreturn]] RSSAUDIT_FAULTS_COUNTED static void run(const ChildSpec& spec,
+                                                       int command, int ready) {
     // Faults in the vDSO (fork does not copy its page table entries), so
     // the walk sees a special mapping's page.
     timespec now;
