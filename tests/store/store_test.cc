@@ -916,6 +916,51 @@ TEST_F(SmallDisk, LongFailuresDropTheOldestRowsAndRecordTheLoss) {
   EXPECT_EQ(db.num("SELECT total(store_dropped) FROM losses"), 300);
 }
 
+// A file system shut down under the database (ext4's EXT4_IOC_SHUTDOWN, as
+// an I/O error takes it down): every write fails, SQLite may call the file
+// malformed; the rows stay kept and counted, never taken as written.
+TEST(StoreShutdown, AFileSystemShutDownUnderTheDatabaseKeepsTheRows) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mount an ext4 image";
+  TempDir dir;
+  const std::string image = dir.file("fs.img"), mnt = dir.file("mnt");
+  std::filesystem::create_directory(mnt);
+  if (std::system(("truncate -s 32M " + image + " && mkfs.ext4 -q " + image +
+                   " && mount -o loop " + image + " " + mnt + " 2>/dev/null")
+                      .c_str()) != 0)
+    GTEST_SKIP() << "cannot mount an ext4 image on a loop device";
+  struct Unmount {  // whatever fails below: the temporary dir goes
+    std::string at;
+    ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string path = mnt + "/rssaudit.db";
+  {
+    std::unique_ptr<Store> store = open_store(path);
+    ASSERT_NE(store, nullptr);
+    store->begin_run(test_run());
+    const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+    for (int i = 0; i < 100; ++i) store->add_sample(make_sample(p, i, i));
+    ASSERT_TRUE(store->flush().has_value());
+    // include/uapi/linux/ext4.h (not in Debian 12's headers): shut down,
+    // without flushing the journal.
+    constexpr unsigned long kExt4IocShutdown = _IOR('X', 125, uint32_t);
+    uint32_t flags = 2;  // EXT4_GOING_FLAGS_NOLOGFLUSH
+    const UniqueFd fs(open(mnt.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_EQ(ioctl(fs.get(), kExt4IocShutdown, &flags), 0)
+        << std::strerror(errno);
+    for (int i = 100; i < 150; ++i) store->add_sample(make_sample(p, i, i));
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const Result<void, StoreError> s = store->flush();
+      ASSERT_FALSE(s.has_value()) << "written to a shut-down file system?";
+      EXPECT_NE(s.error().message.find(path), std::string::npos)
+          << s.error().message;
+      EXPECT_NE(s.error().message.find("50 rows kept"), std::string::npos)
+          << s.error().message;
+    }
+    EXPECT_EQ(store->pending_rows(), 50u);
+    EXPECT_EQ(store->dropped_rows(), 0u);
+  }
+}
+
 TEST_F(SmallDisk, ReadOnlyMountIsRefusedClearlyAndStaysReadable) {
   {
     std::unique_ptr<Store> store = open_store(path_);
