@@ -55,7 +55,8 @@ void record(const RecordOptions& o) {
   RecordingFile file(o.output, host_record_header(capture->possible_cpus()));
   // Each new mm is named after the drain that shows it, off the per-event
   // path: the name /proc gives then (within a poll of its first update, so
-  // the name after its exec), else the one its exit left.
+  // the name after its exec), else the one its exit left; written once no
+  // exec of the process followed within MmsToName::kHoldNs.
   MmsToName to_name;
   ProcessSampler sampler{WalkPolicy{}};
   auto drain = [&] {
@@ -63,14 +64,16 @@ void record(const RecordOptions& o) {
       file.append(e);
       to_name.see(e);
     });
+    const uint64_t now = monotonic_ns();
     for (const auto& [mm, tgid] : to_name.take()) {
       const IdentityResult who = sampler.identify(tgid);
       if (who.stat) {
-        file.append_name({mm, tgid, who.stat->comm});
+        to_name.hold({mm, tgid, who.stat->comm}, now);
       } else if (const auto gone = capture->exited(tgid)) {
-        file.append_name({mm, tgid, comm_of(*gone)});
+        to_name.hold({mm, tgid, comm_of(*gone)}, now);
       }
     }
+    for (const RecordedName& name : to_name.ready(now)) file.append_name(name);
     return true;
   };
   // Said once the programs are attached: what follows is captured.
@@ -78,6 +81,8 @@ void record(const RecordOptions& o) {
              o.output, o.duration_s);
   run_until(o.duration_s, drain);
   drain();
+  for (const RecordedName& name : to_name.ready(UINT64_MAX))
+    file.append_name(name);
   file.close();
   fmt::print(stderr, "rssaudit: recorded {} events to {} ({} dropped)\n",
              file.events(), o.output, capture->drops());

@@ -44,6 +44,23 @@ TEST(MmsToName, AnExecBeforeTheNameIsReadLeavesTheOldMmUnnamed) {
   EXPECT_EQ(n.take(), (Pairs{{0xc, 21}, {0xb, 20}}));
 }
 
+// A name read just before the process's exec record arrives may be the
+// new program's (the comm changes first): held, and dropped by the exec.
+TEST(MmsToName, ANameIsHeldAndAnExecWithinTheHoldDropsIt) {
+  MmsToName n;
+  n.see(event(RSS_EV_UPDATE, 0xa, 30, RSS_EVF_OWNER));
+  n.see(event(RSS_EV_UPDATE, 0xc, 31, RSS_EVF_OWNER));
+  EXPECT_EQ(n.take(), (Pairs{{0xa, 30}, {0xc, 31}}));
+  n.hold({.mm = 0xa, .tgid = 30, .comm = "python3"}, 1000);  // read late
+  n.hold({.mm = 0xc, .tgid = 31, .comm = "worker"}, 1000);
+  EXPECT_TRUE(n.ready(1000 + MmsToName::kHoldNs - 1).empty());
+  n.see(event(RSS_EV_EXEC, 0xb, 30));  // its record, after the read
+  const auto ready = n.ready(1000 + MmsToName::kHoldNs);
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].comm, "worker");
+  EXPECT_EQ(n.take(), (Pairs{{0xb, 30}}));
+}
+
 MmSummary mm(uint64_t addr, uint64_t generation, uint32_t tgid) {
   MmSummary s;
   s.key = MmKey{addr, generation};
