@@ -2,10 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/core.h>
-#include <linux/fs.h>
 #include <sqlite3.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +12,6 @@
 #include <cstring>
 
 #include "core/schemes/scheme_set.h"
-#include "os/unique_fd.h"
 
 namespace rssaudit {
 namespace {
@@ -419,17 +416,23 @@ Result<void, StoreError> Store::follow_the_path() {
 Result<void, StoreError> Store::check_not_frozen() const {
   for (const char* suffix : {"", "-wal", "-shm"}) {
     const std::string file = db_->path() + suffix;
-    const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    int flags = 0;
-    if (!fd || ::ioctl(fd.get(), FS_IOC_GETFLAGS, &flags) != 0) continue;
-    if (!(flags & (FS_IMMUTABLE_FL | FS_APPEND_FL))) continue;
+    // statx, not an open: closing any other descriptor of these files would
+    // drop the POSIX locks SQLite holds on them.
+    struct statx attributes {};
+    if (::statx(AT_FDCWD, file.c_str(), AT_SYMLINK_NOFOLLOW, 0, &attributes) !=
+        0)
+      continue;
+    const uint64_t frozen = attributes.stx_attributes &
+                            attributes.stx_attributes_mask &
+                            (STATX_ATTR_IMMUTABLE | STATX_ATTR_APPEND);
+    if (!frozen) continue;
     // SQLite writes -shm through a shared map: a write fault on a frozen
     // file is SIGBUS, not an error it could return.
     return unexpected(StoreError{
         StoreError::Code::kReadOnly,
-        fmt::format("{}: made {} (chattr); not written until that is undone",
-                    file,
-                    flags & FS_IMMUTABLE_FL ? "immutable" : "append-only")});
+        fmt::format(
+            "{}: made {} (chattr); not written until that is undone", file,
+            frozen & STATX_ATTR_IMMUTABLE ? "immutable" : "append-only")});
   }
   return {};
 }
