@@ -528,17 +528,26 @@ TEST(StoreRoundTrip, ProcessIdsContinueAcrossRuns) {
   EXPECT_EQ(RawDb(path).num("SELECT count(*) FROM processes"), 2);
 }
 
+// A store at `path` with a run, process `*p` ("worker") and one sample of
+// it written.
+std::unique_ptr<Store> store_with_one_sample(const std::string& path,
+                                             int64_t* p) {
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  *p = store->upsert_process({7, 100}, "worker", "/", 1);
+  store->add_sample(make_sample(*p, 1, 1));
+  EXPECT_TRUE(store->flush().has_value());
+  return store;
+}
+
 // A database deleted while the daemon writes it: the next flush notices,
 // begins a new file at the path with the run and the processes the rows
 // refer to, and says so there. Once, rows went on into the deleted file.
 TEST(StoreDeleted, ADeletedDatabaseIsNoticedAndANewOneBegun) {
   TempDir dir;
   const std::string path = dir.file("rssaudit.db");
-  std::unique_ptr<Store> store = open_store(path);
-  store->begin_run(test_run());
-  const int64_t p = store->upsert_process({7, 100}, "worker", "/", 1);
-  store->add_sample(make_sample(p, 1, 1));
-  ASSERT_TRUE(store->flush().has_value());
+  int64_t p = 0;
+  std::unique_ptr<Store> store = store_with_one_sample(path, &p);
   for (const char* suffix : {"", "-wal", "-shm"})
     std::filesystem::remove(path + suffix);
 
@@ -572,11 +581,8 @@ bool set_fs_flag(const std::string& path, int flag, bool on) {
 TEST(StoreFrozen, FilesMadeImmutableAreRefusedNotWrittenThrough) {
   TempDir dir;
   const std::string path = dir.file("rssaudit.db");
-  std::unique_ptr<Store> store = open_store(path);
-  store->begin_run(test_run());
-  const int64_t p = store->upsert_process({7, 100}, "worker", "/", 1);
-  store->add_sample(make_sample(p, 1, 1));
-  ASSERT_TRUE(store->flush().has_value());
+  int64_t p = 0;
+  std::unique_ptr<Store> store = store_with_one_sample(path, &p);
   for (const int flag : {FS_IMMUTABLE_FL, FS_APPEND_FL}) {
     const std::vector<std::string> files = {path, path + "-wal", path + "-shm"};
     for (const std::string& f : files) {
