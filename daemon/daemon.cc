@@ -12,6 +12,7 @@
 
 #include <boost/asio.hpp>
 #include <chrono>
+#include <optional>
 
 #include "capture/audit_pipeline.h"
 #include "capture/bpf_capture.h"
@@ -329,6 +330,12 @@ class Daemon {
                       live_.capture().drops(), live_.capture().hook_misses(),
                       pipeline_, recorder_.stats(), *store_, options_.top,
                       exited_lookup(), sampler_);
+    const std::optional<ControlServerStats> control =
+        control_ ? std::optional(control_->stats()) : std::nullopt;
+    const std::optional<MetricsServerStats> metrics =
+        metrics_ ? std::optional(metrics_->stats()) : std::nullopt;
+    write_server_log(stderr, control ? &*control : nullptr,
+                     metrics ? &*metrics : nullptr);
   }
   ExitedLookup exited_lookup() {
     return [this](uint32_t tgid) { return live_.capture().exited(tgid); };

@@ -74,4 +74,22 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   fflush(out);
 }
 
+void write_server_log(FILE* out, const ControlServerStats* control,
+                      const MetricsServerStats* metrics) {
+  if (control)
+    fmt::print(out,
+               "control accepted={} requests={} bad_requests={} "
+               "refused_peers={} over_limit={} evicted={} timeouts={} "
+               "oversized={}\n",
+               control->accepted, control->requests, control->bad_requests,
+               control->refused_peers, control->over_limit, control->evicted,
+               control->timeouts, control->oversized);
+  if (metrics)
+    fmt::print(out,
+               "metrics accepted={} over_limit={} evicted={} timeouts={}\n",
+               metrics->accepted, metrics->over_limit, metrics->evicted,
+               metrics->timeouts);
+  fflush(out);
+}
+
 }  // namespace rssaudit

@@ -8,9 +8,11 @@
 #include "capture/audit_pipeline.h"
 #include "capture/delta_reconstructor.h"
 #include "capture/exited_lookup.h"
+#include "daemon/control_server.h"
 #include "daemon/history_recorder.h"
-#include "store/store.h"
+#include "daemon/metrics_server.h"
 #include "sampler/sampler.h"
+#include "store/store.h"
 
 namespace rssaudit {
 
@@ -25,5 +27,11 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,
                        ProcessSampler& sampler);
+
+// How the control socket and the metrics endpoint dealt with their
+// clients: the limits they hit and whom they cut off. A line per server
+// running (none given: not running).
+void write_server_log(FILE* out, const ControlServerStats* control,
+                      const MetricsServerStats* metrics);
 
 }  // namespace rssaudit

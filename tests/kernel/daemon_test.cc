@@ -408,6 +408,21 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
     EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
   }
   EXPECT_FALSE(std::filesystem::exists(sock)) << "removed at exit";
+  // The last summary says how the servers dealt with their clients: one
+  // scrape, and every query answered without error.
+  const std::string log = testing::slurp(err);
+  EXPECT_NE(
+      log.find("\nmetrics accepted=1 over_limit=0 evicted=0 timeouts=0\n"),
+      std::string::npos)
+      << log;
+  std::smatch control;
+  ASSERT_TRUE(std::regex_search(
+      log, control,
+      std::regex("\ncontrol accepted=([0-9]+) requests=([0-9]+) "
+                 "bad_requests=0 refused_peers=0 over_limit=0 evicted=0 ")))
+      << log;
+  EXPECT_GE(std::stoul(control[2]), 3u) << "top, status and top again";
+  EXPECT_EQ(control[1], control[2]) << "one request per connection";
   for (const std::string& f :
        {err, metrics, status_file, top_file, db, db + "-wal", db + "-shm"})
     std::filesystem::remove(f);
