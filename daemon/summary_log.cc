@@ -31,12 +31,13 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       "unlocked={} late={} depth_unknown={} syncs={} "
       "sync_mismatches={} reordered={} unannounced_folds={} "
       "hook_misses={} drops={} bad_records={} over_mm_limit={} "
-      "fidelity={} ({}/{})\n",
+      "inferred_second_users={} fidelity={} ({}/{})\n",
       pipeline.live_mms(), pipeline.finished_mms(), stats.updates, stats.exact,
       stats.ambiguous, stats.no_baseline, stats.inconsistent, stats.count_ahead,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
       hook_misses, drops, stats.bad_records, stats.over_mm_limit,
+      stats.inferred_second_users,
       // Not measured, never a made-up 100%, when nothing was compared.
       checked ? fmt::format("{:.4f}%",
                             100.0 * pipeline.fidelity_matched() / checked)

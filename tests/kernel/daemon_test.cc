@@ -59,6 +59,9 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   EXPECT_GT(std::stoull(m[3]), 0u);
   EXPECT_GE(std::stod(m[1]), 99.0) << r.err;
   EXPECT_NE(r.err.find("drops=0"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"( over_mm_limit=0 inferred_second_users=\d+ )")))
+      << r.err;
   EXPECT_NE(r.err.find("mm tgid="), std::string::npos);
   // Ended and reaped before the summary: still named.
   EXPECT_NE(r.err.find("comm=python3 alive=false"), std::string::npos) << r.err;
