@@ -256,14 +256,10 @@ Report gather(const CheckOptions& o) {
   r.threads = o.threads;
   r.readers = probe_reader_precision();
   if (o.threads) {
-    r.tolerance = reader_tolerance(r.percpu_rss ? "upstream" : "per_task",
-                                   r.host, o.threads);
     // A 6.2+ kernel without the 2025 change reads status as stat: measured.
-    if (r.readers.status == ReaderVerdict::kApproximate)
-      for (ReaderTolerance& t : r.tolerance)
-        if (t.reader == "status")
-          t = {"status", t.what, r.tolerance[0].rss_pages,
-               r.tolerance[0].anon_pages, r.tolerance[0].bounded_in_time};
+    r.tolerance = reader_tolerance(
+        r.percpu_rss ? "upstream" : "per_task", r.host, o.threads,
+        r.readers.status != ReaderVerdict::kApproximate);
   }
   r.caps = effective_capabilities();
   for (const CapabilityUse& c : kCapabilities) {

@@ -18,11 +18,12 @@ std::vector<ReaderTolerance> all_readers() {
 }
 
 // The approximate readers (stat, VmHWM, rusage) off by `per_counter` pages
-// on each of the RSS counters; status and statm read precisely.
-std::vector<ReaderTolerance> approximate_readers_off_by(int64_t per_counter) {
+// on each of the RSS counters; status and statm too unless precise.
+std::vector<ReaderTolerance> approximate_readers_off_by(
+    int64_t per_counter, bool status_precise = true) {
   std::vector<ReaderTolerance> out = all_readers();
   for (ReaderTolerance& r : out) {
-    if (r.reader == "status") continue;
+    if (r.reader == "status" && status_precise) continue;
     r.rss_pages = kRssCounters * per_counter;
     r.anon_pages = per_counter;
   }
@@ -33,11 +34,13 @@ std::vector<ReaderTolerance> approximate_readers_off_by(int64_t per_counter) {
 
 std::vector<ReaderTolerance> reader_tolerance(std::string_view scheme,
                                               const Topology& t,
-                                              uint32_t threads) {
+                                              uint32_t threads,
+                                              bool status_precise) {
   // count, off by up to (batch - 1) per CPU's slot whatever the threads
   // (a thread leaves its slot behind when it migrates).
   const int64_t upstream = *UpstreamPercpu(t).bound(kAnonPages);
-  if (scheme == "upstream") return approximate_readers_off_by(upstream);
+  if (scheme == "upstream")
+    return approximate_readers_off_by(upstream, status_precise);
   if (scheme == "sync_query") {
     // Folded before rusage and taskstats read it; stat and VmHWM read a
     // running process as upstream does.

@@ -29,9 +29,13 @@ struct ReaderTolerance {
 };
 
 // `scheme`: a name of SchemeSet::kNames (upstream is the kernel's since
-// 6.2, per_task before); `threads` >= 1. Empty for an unknown scheme.
+// 6.2, per_task before); `threads` >= 1. `status_precise`: whether status
+// and statm sum the per-CPU slots, as upstream's do only since a 2025
+// change (docs/counters.md; `rssaudit check` measures it); else they read
+// the count as stat does. Empty for an unknown scheme.
 std::vector<ReaderTolerance> reader_tolerance(std::string_view scheme,
                                               const Topology& t,
-                                              uint32_t threads);
+                                              uint32_t threads,
+                                              bool status_precise = true);
 
 }  // namespace rssaudit

@@ -33,6 +33,21 @@ TEST(ReaderTolerance, PercpuCounterApproximateReadersAndPreciseStatus) {
   }
 }
 
+// A 6.2+ kernel without the 2025 change: status and statm read the count
+// as stat does, off by as much.
+TEST(ReaderTolerance, PercpuCounterStatusBeforeThe2025ChangeReadsAsStat) {
+  const auto all =
+      reader_tolerance("upstream", Topology::for_cpus(384), 1, false);
+  EXPECT_EQ(find(all, "status").anon_pages, 384 * 767);
+  EXPECT_EQ(find(all, "status").rss_pages, 3 * 384 * 767);
+  EXPECT_TRUE(find(all, "status").bounded_in_time);
+  // Only upstream's status depends on it: the other schemes define theirs.
+  EXPECT_EQ(find(reader_tolerance("per_cpu", Topology::for_cpus(384), 1, false),
+                 "status")
+                .rss_pages,
+            0);
+}
+
 // Before 6.2 every reader, status too, misses what each thread cached:
 // up to 66 faults a thread, a page each when anonymous, 16 with a file's
 // fault-around; for as long as the thread neither faults nor exits.
