@@ -5,21 +5,19 @@
 #include <iterator>
 
 #include "core/schemes/update.h"
-#include "core/schemes/upstream_percpu.h"
+#include "store/store_rows.h"
 
 namespace rssaudit {
 
 LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
                          const LabelLookup& labels, const QuietLookup& quiet) {
   LiveView view;
-  Topology host;
-  host.nr_cpus = health.nr_cpus;
-  host.upstream_batch = health.batch;
-  // Before 6.2 a thread's cache is bounded by its faults, not in time.
+  // 0: none (before 6.2 a thread's cache is bounded by its faults, not in
+  // time).
   const int64_t bound =
-      health.counting == "task_cache"
-          ? 0
-          : kRssCounters * *UpstreamPercpu(host).bound(kAnonPages);
+      kRssCounters *
+      kernel_bound_per_counter(health.counting, health.nr_cpus, health.batch)
+          .value_or(0);
   view.health = std::move(health);
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     const MmSummary& s = mm.summary;

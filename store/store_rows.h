@@ -12,7 +12,9 @@
 #include <string_view>
 
 #include "core/schemes/scheme.h"
+#include "core/schemes/topology.h"
 #include "core/schemes/update.h"
+#include "core/schemes/upstream_percpu.h"
 
 namespace rssaudit {
 
@@ -41,10 +43,16 @@ struct RunInfo {
 // The kernel's bound on one counter's drift: nr_cpus x (batch - 1) under
 // percpu_counter; none before 6.2 (a thread's cache is bounded by its
 // faults, not in time). An RSS is kRssCounters such counters.
+// Unknown for CPUs or a batch no kernel has (a damaged run row).
 inline std::optional<int64_t> kernel_bound_per_counter(
     std::string_view counting, int64_t nr_cpus, int64_t batch) {
-  if (counting == kCountingTaskCache || batch < 1) return std::nullopt;
-  return nr_cpus * (batch - 1);
+  if (counting == kCountingTaskCache || nr_cpus < 1 || nr_cpus > UINT32_MAX ||
+      batch < 1 || batch > INT32_MAX)
+    return std::nullopt;
+  Topology host;
+  host.nr_cpus = static_cast<uint32_t>(nr_cpus);
+  host.upstream_batch = static_cast<int32_t>(batch);
+  return *UpstreamPercpu(host).bound(kAnonPages);
 }
 
 // Pids are reused; a pid with its start time is not (within one boot).

@@ -189,5 +189,16 @@ TEST_F(StoreQueries, EverySampleOfAWindowIsVisitedInTimeOrder) {
   EXPECT_EQ(reader_->count_samples(0, 1).value(), 0);
 }
 
+// A run row's CPUs and batch give percpu_counter's bound, as the model's;
+// none before 6.2, and unknown for figures no kernel has.
+TEST(KernelBound, PerCounterFromARunsCpusAndBatch) {
+  EXPECT_EQ(kernel_bound_per_counter(kCountingPercpu, 384, 768), 384 * 767);
+  EXPECT_EQ(kernel_bound_per_counter(kCountingTaskCache, 2, 32), std::nullopt);
+  EXPECT_EQ(kernel_bound_per_counter(kCountingPercpu, 0, 32), std::nullopt);
+  EXPECT_EQ(kernel_bound_per_counter(kCountingPercpu, int64_t{1} << 40, 32),
+            std::nullopt);
+  EXPECT_EQ(kernel_bound_per_counter(kCountingPercpu, 2, 0), std::nullopt);
+}
+
 }  // namespace
 }  // namespace rssaudit
