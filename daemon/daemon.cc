@@ -163,10 +163,13 @@ class Daemon {
   // Why /healthz answers 503, or empty: the capture is drained on time.
   // (A failing history is reported by rssaudit_store_ok: the audit goes on.)
   std::string unhealthy() const {
-    constexpr uint64_t kStaleNs = 10'000'000'000;
-    const uint64_t since = monotonic_ns() - live_.last_drain_ns();
-    if (since <= kStaleNs) return {};
-    return fmt::format("capture not drained for {:.1f} s", double(since) / 1e9);
+    constexpr double kStaleS = 10;
+    const double since = seconds_since_drain();
+    if (since <= kStaleS) return {};
+    return fmt::format("capture not drained for {:.1f} s", since);
+  }
+  double seconds_since_drain() const {
+    return double(monotonic_ns() - live_.last_drain_ns()) / 1e9;
   }
 
   DaemonHealth health() const {
@@ -184,7 +187,7 @@ class Daemon {
     h.events_per_s = events_per_s_;
     h.drops = live_.capture().drops();
     h.ambiguous = live_.stats().ambiguous;
-    h.lag_s = double(monotonic_ns() - live_.last_drain_ns()) / 1e9;
+    h.lag_s = seconds_since_drain();
     h.bpf_ns_per_event = live_.capture().bpf_ns_per_event();
     h.fidelity_checked = pipeline_.fidelity_checked();
     h.fidelity_matched = pipeline_.fidelity_matched();
