@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -50,6 +51,20 @@ using rssaudit::bench::pin_to_cpu;
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Whether `owner` holds program `prog_id` (an fd whose fdinfo names it):
+// the pid stopped below must be the program's, never another process.
+bool holds_program(pid_t owner, uint32_t prog_id) {
+  const std::string fdinfo = "/proc/" + std::to_string(owner) + "/fdinfo";
+  const std::string wanted = "prog_id:\t" + std::to_string(prog_id);
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator(fdinfo, ec)) {
+    std::ifstream in(fd.path());
+    for (std::string line; std::getline(in, line);)
+      if (line == wanted) return true;
+  }
+  return false;
 }
 
 // Stops the program's owner and waits until it has closed its links and
@@ -194,6 +209,10 @@ int main(int argc, char** argv) {
   uint32_t len = sizeof(info);
   if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
     fail(fmt::format("program id {}", prog_id));
+  if (!holds_program(owner, prog_id)) {
+    errno = ESRCH;
+    fail(fmt::format("pid {} holds no program id {}", owner, prog_id));
+  }
   stop_owner(owner);
   const Drain drain(prog_fd);
   if (!pin_to_cpu(0)) fail("pinning to CPU 0");
