@@ -36,11 +36,15 @@ echo "foreign on_rss_stat programs attached: $(foreign)"
 
 # The id of the program named $2 that process $1 holds (its fds' fdinfo
 # name it): that process's, never another capture's running beside it.
+# Waits up to 20 s for it: rssauditd measures the readers before loading.
 held_prog() {
-  local id
-  for id in $(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null |
-      awk '{ print $2 }' | sort -u); do
-    bpftool prog show id "$id" | grep -q "name $2 " && { echo "$id"; return; }
+  local id try
+  for ((try = 0; try < 200; try++)); do
+    for id in $(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null |
+        awk '{ print $2 }' | sort -u); do
+      bpftool prog show id "$id" | grep -q "name $2 " && { echo "$id"; return; }
+    done
+    sleep 0.1
   done
   echo "no program $2 held by pid $1" >&2; return 1
 }
