@@ -17,6 +17,7 @@
 #include "core/procfs/proc_stat.h"
 #include "core/procfs/proc_statm.h"
 #include "core/procfs/proc_status.h"
+#include "os/faults_counted.h"
 #include "os/unique_fd.h"
 #include "sampler/proc_reader.h"
 
@@ -30,8 +31,9 @@ constexpr int32_t kExit = -1;
 // command, and exits on kExit. System calls only: it is the fork of a
 // process that may have threads. Never sanitizer-checked: a checked
 // build's shadow writes would move the RSS being measured.
-[[noreturn]] __attribute__((no_sanitize("address", "undefined"))) void
-child_loop(int commands, int answers, char* pages, long page_size) {
+[[noreturn]] RSSAUDIT_FAULTS_COUNTED void child_loop(int commands, int answers,
+                                                     char* pages,
+                                                     long page_size) {
   const char ready = 1;
   if (write(answers, &ready, 1) != 1) _exit(1);
   for (int i = 0;; ++i) {

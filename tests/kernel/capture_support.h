@@ -18,7 +18,7 @@
 #include "capture/delta_reconstructor.h"
 #include "core/schemes/topology.h"
 #include "os/clock.h"
-#include "tests/support/faults_counted.h"
+#include "os/faults_counted.h"
 
 namespace rssaudit::testing {
 

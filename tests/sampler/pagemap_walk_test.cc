@@ -14,9 +14,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "os/faults_counted.h"
 #include "os/unique_fd.h"
 #include "sampler/proc_reader.h"
-#include "tests/support/faults_counted.h"
 
 namespace rssaudit {
 namespace {

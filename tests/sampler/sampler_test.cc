@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "os/clock.h"
+#include "os/faults_counted.h"
 #include "sampler/pagemap_walk.h"
 #include "sampler/proc_reader.h"
-#include "tests/support/faults_counted.h"
 
 namespace rssaudit {
 namespace {
