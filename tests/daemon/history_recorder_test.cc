@@ -6,7 +6,6 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include "core/schemes/topology.h"
 #include "core/schemes/upstream_percpu.h"
 #include "store/store_queries.h"
+#include "tests/support/sqlite_count.h"
 
 namespace rssaudit {
 namespace {
@@ -155,16 +155,7 @@ class HistoryRecorderTest : public ::testing::Test {
     return std::move(reader).value();
   }
   int64_t count(const std::string& sql) {
-    sqlite3* db = nullptr;
-    sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* s = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db);
-    const int64_t n =
-        sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return n;
+    return testing::sqlite_count(path_, sql);
   }
 
   Topology topology_;

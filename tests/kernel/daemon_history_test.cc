@@ -2,7 +2,6 @@
 // under it is replaced by a new one that says so; rows a full disk keeps
 // from the database at the stop are counted, said, and fail the exit.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 
 #include "tests/kernel/capture_support.h"
 #include "tests/support/run_command.h"
+#include "tests/support/sqlite_count.h"
 
 namespace rssaudit {
 namespace {
@@ -46,23 +46,12 @@ TEST(DaemonHistory, ADeletedDatabaseIsBegunAgainAndUnwrittenRowsFailTheExit) {
   ASSERT_NE(r.exit_code, 99) << "cannot mount a tmpfs: " << r.err;
   // The new file, as the daemon left it: its rows from before the disk
   // filled, and the anomaly that says it was begun again.
-  sqlite3* handle = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr),
-            SQLITE_OK);
-  const auto count = [&](const char* sql) {
-    sqlite3_stmt* q = nullptr;
-    int64_t n = -1;
-    if (sqlite3_prepare_v2(handle, sql, -1, &q, nullptr) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-      n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return n;
-  };
-  EXPECT_GT(count("SELECT count(*) FROM samples"), 0) << r.err;
-  EXPECT_EQ(count("SELECT count(*) FROM anomalies WHERE kind = "
-                  "'database_reopened'"),
+  EXPECT_GT(testing::sqlite_count(db, "SELECT count(*) FROM samples"), 0)
+      << r.err;
+  EXPECT_EQ(testing::sqlite_count(db,
+                                  "SELECT count(*) FROM anomalies WHERE kind = "
+                                  "'database_reopened'"),
             1);
-  sqlite3_close(handle);
   EXPECT_NE(r.err.find(" was deleted while in use: a new database begun"),
             std::string::npos)
       << r.err;
