@@ -333,12 +333,9 @@ class Daemon {
                       live_.capture().drops(), live_.capture().hook_misses(),
                       pipeline_, recorder_.stats(), *store_, options_.top,
                       exited_lookup(), sampler_);
-    const std::optional<ControlServerStats> control =
-        control_ ? std::optional(control_->stats()) : std::nullopt;
-    const std::optional<MetricsServerStats> metrics =
-        metrics_ ? std::optional(metrics_->stats()) : std::nullopt;
-    write_server_log(stderr, control ? &*control : nullptr,
-                     metrics ? &*metrics : nullptr);
+    write_server_log(
+        stderr, control_ ? std::optional(control_->stats()) : std::nullopt,
+        metrics_ ? std::optional(metrics_->stats()) : std::nullopt);
   }
   ExitedLookup exited_lookup() {
     return [this](uint32_t tgid) { return live_.capture().exited(tgid); };

@@ -75,8 +75,9 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
   fflush(out);
 }
 
-void write_server_log(FILE* out, const ControlServerStats* control,
-                      const MetricsServerStats* metrics) {
+void write_server_log(FILE* out,
+                      const std::optional<ControlServerStats>& control,
+                      const std::optional<MetricsServerStats>& metrics) {
   if (control)
     fmt::print(out,
                "control accepted={} requests={} bad_requests={} "

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "capture/audit_pipeline.h"
@@ -31,7 +32,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
 // How the control socket and the metrics endpoint dealt with their
 // clients: the limits they hit and whom they cut off. A line per server
 // running (none given: not running).
-void write_server_log(FILE* out, const ControlServerStats* control,
-                      const MetricsServerStats* metrics);
+void write_server_log(FILE* out,
+                      const std::optional<ControlServerStats>& control,
+                      const std::optional<MetricsServerStats>& metrics);
 
 }  // namespace rssaudit
