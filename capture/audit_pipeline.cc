@@ -22,15 +22,30 @@ AuditPipeline::AuditPipeline(const Topology& t, size_t finished_kept)
     : topology_(t), finished_kept_(finished_kept) {}
 
 AuditPipeline::LiveMm* AuditPipeline::find(const MmKey& key) {
-  if (last_ && last_->summary.key == key) return last_;
+  if (last_ && last_->summary.key == key) {
+    catch_up(*last_);
+    return last_;
+  }
   auto it = live_.find(key.addr);
   if (it == live_.end() || !(it->second->summary.key == key)) return nullptr;
+  catch_up(*it->second);
   return last_ = it->second.get();
+}
+
+void AuditPipeline::catch_up(LiveMm& mm) const {
+  if (mm.loss_epoch == loss_epoch_) return;
+  // The models no longer see every update either, and the kernel's count
+  // moved unseen.
+  mm.exact_known.fill(false);
+  mm.kernel_count_known.fill(false);
+  mm.model_synced = false;
+  mm.loss_epoch = loss_epoch_;
 }
 
 const AuditPipeline::LiveMm* AuditPipeline::live(const MmKey& key) const {
   const auto it = live_.find(key.addr);
   if (it == live_.end() || !(it->second->summary.key == key)) return nullptr;
+  catch_up(*it->second);
   return it->second.get();
 }
 
@@ -41,6 +56,7 @@ void AuditPipeline::on_mm_created(const MmKey& mm, bool from_zero) {
   live->exact_known.fill(from_zero);
   live->kernel_count_known.fill(from_zero);  // every count started at 0
   live->model_synced = from_zero;
+  live->loss_epoch = loss_epoch_;
   if (last_ && last_->summary.key.addr == mm.addr) last_ = nullptr;
   live_[mm.addr] = std::move(live);
 }
@@ -124,11 +140,9 @@ void AuditPipeline::on_baseline(const MmKey& key, int member,
   LiveMm* mm = find(key);
   if (!mm) return;
   if (!pages) {
-    // A loss: the models no longer see every update either, and the
-    // kernel's count moved unseen.
+    // A resync taken back: what it made known, and what the stream showed
+    // of the kernel's count since, is not known after all.
     mm->exact_known[member] = false;
-    mm->kernel_count_known[member] = false;
-    mm->model_synced = false;
     return;
   }
   mm->baseline[member] = *pages - mm->audit.exact(member);
@@ -140,7 +154,8 @@ void AuditPipeline::on_baseline(const MmKey& key, int member,
   }
 }
 
-void AuditPipeline::refresh(LiveMm& mm) {
+void AuditPipeline::refresh(LiveMm& mm) const {
+  catch_up(mm);
   MmSummary& s = mm.summary;
   s.absolute = mm.rss_known();
   s.exact_rss =

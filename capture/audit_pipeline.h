@@ -103,6 +103,8 @@ class AuditPipeline : public ReconstructorSink {
     // since): fidelity is checked only then.
     bool model_synced = false;
     int64_t peak_since_baseline = 0;
+    // The pipeline's loss count its state reflects (see on_loss()).
+    uint64_t loss_epoch = 0;
     int64_t exact(int m) const { return audit.exact(m) + baseline[m]; }
     bool rss_known() const {
       return exact_known[kFilePages] && exact_known[kAnonPages] &&
@@ -126,6 +128,9 @@ class AuditPipeline : public ReconstructorSink {
   void on_mm_destroyed(const MmKey& mm) override;
   void on_baseline(const MmKey& mm, int member,
                    std::optional<int64_t> pages) override;
+  // Every live mm's exact value and kernel counts become unknown, marked
+  // on each mm when it is next looked at: O(1) per loss.
+  void on_loss() override { ++loss_epoch_; }
 
   // Live mms then finished ones, each as of now.
   std::vector<MmSummary> summaries() const;
@@ -146,6 +151,8 @@ class AuditPipeline : public ReconstructorSink {
       f(*mm);
     }
   }
+  // Losses seen (on_loss()).
+  uint64_t losses() const { return loss_epoch_; }
   // Called with an mm's final state just before it is forgotten.
   void set_exit_hook(std::function<void(LiveMm&)> hook) {
     exit_hook_ = std::move(hook);
@@ -153,7 +160,9 @@ class AuditPipeline : public ReconstructorSink {
 
  private:
   LiveMm* find(const MmKey& key);
-  static void refresh(LiveMm& mm);
+  // Applies the losses since `mm` was last looked at, then its summary.
+  void refresh(LiveMm& mm) const;
+  void catch_up(LiveMm& mm) const;
   // Whether the model of the kernel's own scheme (upstream; per_task
   // before 6.2) holds the kernel's count of `member` after an update.
   void check_fidelity(LiveMm& mm, int member, const UpdateInfo& info);
@@ -168,6 +177,7 @@ class AuditPipeline : public ReconstructorSink {
   uint64_t finished_total_ = 0;
   uint64_t fidelity_checked_ = 0;
   uint64_t fidelity_matched_ = 0;
+  uint64_t loss_epoch_ = 0;
   std::function<void(LiveMm&)> exit_hook_;
 };
 

@@ -134,6 +134,10 @@ class BpfCapture {
   BpfCapture& operator=(const BpfCapture&) = delete;
   ~BpfCapture();
 
+  // Records one poll hands over at most: a slice of ~10-30 ms of the
+  // consumer's time, after which its loop serves its other work.
+  static constexpr uint32_t kMaxPerPoll = 1 << 17;
+
   // Hands the published records, at most kMaxPerPoll (producers can
   // outpace one drain: the loop then serves its timers and comes back), to
   // `fn(const rss_event&)`, in sequence order, without blocking; returns how
@@ -216,7 +220,6 @@ class BpfCapture {
   ExitHook exit_hook_ = ExitHook::kNone;
   CaptureSupport support_;  // what open() probed
   std::vector<std::string> limits_;
-  static constexpr uint32_t kMaxPerPoll = 1 << 18;
 };
 
 }  // namespace rssaudit

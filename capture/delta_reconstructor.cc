@@ -54,6 +54,13 @@ uint64_t DeltaReconstructor::quiet_since(const MmState& st) const {
 DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
                                                       MmState& mm,
                                                       uint64_t end_ns) {
+  Pending& p = push(type, end_ns);
+  p.mm = &mm;
+  return p;
+}
+
+DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
+                                                      uint64_t end_ns) {
   if (size_ == pending_.size()) {
     std::vector<Pending> bigger(pending_.size() * 2);
     for (size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
@@ -68,7 +75,7 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
   p.used_resync = false;
   p.chained = false;
   p.cancelled = false;
-  p.mm = &mm;
+  p.mm = nullptr;
   p.end_ns = end_ns;
   p.info = UpdateInfo{};
   return p;
@@ -80,11 +87,15 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(const rss_event& e,
   const uint64_t addr = e.mm;
   // Consecutive records mostly concern one mm: skip the hash lookup.
   if (last_mm_ && last_mm_->key.addr == addr &&
-      (!from_zero || last_mm_->from_zero))
+      (!from_zero || last_mm_->from_zero)) {
+    catch_up(*last_mm_);
     return *last_mm_;
+  }
   auto it = mms_.find(addr);
-  if (it != mms_.end() && (!from_zero || it->second->from_zero))
+  if (it != mms_.end() && (!from_zero || it->second->from_zero)) {
+    catch_up(*it->second);
     return *(last_mm_ = it->second.get());
+  }
   if (it != mms_.end()) {
     // A brand-new mm where one from before the capture was: that one
     // ended unseen (its exit_mmap ran while the programs attached).
@@ -95,6 +106,7 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(const rss_event& e,
   slot = std::make_unique<MmState>();
   MmState& st = *slot;
   st.key = MmKey{addr, next_generation_++};
+  st.loss_epoch = loss_epoch_;
   st.from_zero = from_zero;
   st.count_known.fill(from_zero);
   st.synced.fill(from_zero);
@@ -179,8 +191,10 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     case RSS_EV_NEW_TASK: {
       // A reused tid is another task: its mm is the new one, its faults
       // not yet known.
-      tasks_[e.tid] = TaskState{0, e.mm, false, e.start_ns, true};
-      tasks_[e.tid].clone_seen = true;
+      TaskState& task = tasks_[e.tid];
+      task = TaskState{0, e.mm, false, e.start_ns, true};
+      task.clone_seen = true;
+      task.loss_epoch = loss_epoch_;
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
       MmState& st = mm_state(e, !(flags & CLONE_VM), e.start_ns);
@@ -197,9 +211,9 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       // recordings carry it in aux). Unknown for a task from before the
       // capture that has not updated its own mm since.
       uint64_t old_mm = static_cast<uint64_t>(e.aux);
-      const auto [task, first] = tasks_.try_emplace(e.tid);
-      if (!old_mm && !first) old_mm = task->second.mm;
-      task->second.mm = e.mm;
+      TaskState& task = task_at(e.tid);
+      if (!old_mm) old_mm = task.mm;
+      task.mm = e.mm;
       const auto old = mms_.find(old_mm);
       if (old_mm && old_mm != e.mm && old != mms_.end())
         push_life(*old->second, LifeKind::kTaskExit, e);
@@ -227,6 +241,10 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   }
   if (e.start_ns > watermark_ns_) watermark_ns_ = e.start_ns;
   emit_ready(sink, false);
+  while (size_ > options_.max_pending) {
+    ++stats_.forced_emits;
+    emit_oldest(sink);
+  }
 }
 
 DeltaReconstructor::MmState& DeltaReconstructor::update_mm(const rss_event& e) {
@@ -261,8 +279,8 @@ void DeltaReconstructor::infer_second_user(MmState& st, const rss_event& e) {
   if (e.tid == st.first_user_tid) return;
   // A task whose clone was seen was judged then (a vfork child is no
   // second user).
-  const auto task = tasks_.find(e.tid);
-  if (task != tasks_.end() && task->second.clone_seen) return;
+  if (const TaskState* task = find_task(e.tid); task && task->clone_seen)
+    return;
   ++stats_.inferred_second_users;
   push_life(st, LifeKind::kSecondUser, e);
   st.second_user = true;
@@ -273,10 +291,11 @@ DeltaReconstructor::OwnerUpdate DeltaReconstructor::owner_update(
   // Records come in runs of one task: skip the hash lookup. Element
   // references survive rehashing; only the erase at EXIT drops one.
   if (!last_task_ || last_tid_ != e.tid) {
-    last_task_ = &tasks_[e.tid];
+    last_task_ = &task_at(e.tid);
     last_tid_ = e.tid;
   }
   TaskState& task = *last_task_;
+  catch_up(task);
   const uint64_t since = task.since_ns;
   // This record's program ran before the task's next add: after its own
   // start, or when untimed, after the folds reserved before it started;
@@ -471,10 +490,10 @@ ResyncResult DeltaReconstructor::resync(
     ++stats_.resyncs_rejected;
     return r;
   };
-  const auto it = mms_.find(addr);
-  if (it == mms_.end() || !tgid || it->second->owner_tgid != tgid)
+  MmState* found = live_mm(addr);
+  if (!found || !tgid || found->owner_tgid != tgid)
     return reject(ResyncResult::kUnknownMm);
-  MmState& st = *it->second;
+  MmState& st = *found;
   if (st.resync_pending ||
       quiet_since(st) + max_span_ns_ + kLateSlackNs >= read_start_ns) {
     st.next_resync_ns = read_end_ns + 10'000'000;
@@ -511,6 +530,7 @@ ResyncResult DeltaReconstructor::resync(
     p.baseline[m] = pages[m];
   }
   st.resync_pending = true;
+  resyncing_.push_back(st.key);
   st.resync_seq = p.seq;
   st.resync_read_end_ns = read_end_ns;
   st.resync_members = members;
@@ -522,10 +542,14 @@ std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
   std::vector<ResyncCandidate> out;
   for (const auto& [addr, st] : mms_) {
     if (out.size() >= max) break;
-    if (!st->owner_tgid || st->resync_pending || st->task_cache ||
-        quiet_since(*st) + quiet_ns > now_ns || st->next_resync_ns > now_ns)
+    // A loss since it was looked at voided it (catch_up()): every member
+    // unknown, no back-off, no resync pending.
+    const bool voided = stale(*st);
+    if (!st->owner_tgid || (!voided && st->resync_pending) ||
+        st->task_cache || quiet_since(*st) + quiet_ns > now_ns ||
+        (!voided && st->next_resync_ns > now_ns))
       continue;
-    bool all = true;
+    bool all = !voided;
     for (int m = 0; m < kMembers; ++m) all &= st->synced[m];
     if (!all) out.push_back({addr, st->owner_tgid});
   }
@@ -535,38 +559,75 @@ std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
 void DeltaReconstructor::forget_task(uint32_t tid) {
   const auto it = tasks_.find(tid);
   if (it == tasks_.end()) return;
+  catch_up(it->second);
   // A fold announced and never seen (its record lost) holds no counter.
   if (const uint8_t syncing = it->second.syncing) {
-    const auto mm = mms_.find(it->second.syncing_mm);
-    for (int m = 0; m < kMembers && mm != mms_.end(); ++m)
-      if (syncing >> m & 1 && mm->second->folds_announced[m])
-        --mm->second->folds_announced[m];
+    MmState* mm = live_mm(it->second.syncing_mm);
+    for (int m = 0; m < kMembers && mm; ++m)
+      if (syncing >> m & 1 && mm->folds_announced[m])
+        --mm->folds_announced[m];
   }
   tasks_.erase(it);
 }
 
+DeltaReconstructor::TaskState& DeltaReconstructor::task_at(uint32_t tid) {
+  const auto [it, created] = tasks_.try_emplace(tid);
+  if (created)
+    it->second.loss_epoch = loss_epoch_;
+  else
+    catch_up(it->second);
+  return it->second;
+}
+
+DeltaReconstructor::TaskState* DeltaReconstructor::find_task(uint32_t tid) {
+  const auto it = tasks_.find(tid);
+  if (it == tasks_.end()) return nullptr;
+  catch_up(it->second);
+  return &it->second;
+}
+
+DeltaReconstructor::MmState* DeltaReconstructor::live_mm(uint64_t addr) {
+  const auto it = mms_.find(addr);
+  if (it == mms_.end()) return nullptr;
+  catch_up(*it->second);
+  return it->second.get();
+}
+
+void DeltaReconstructor::catch_up(TaskState& task) const {
+  if (task.loss_epoch == loss_epoch_) return;
+  // Before 6.2 a lost record may be a cached update or a fold.
+  task.cache_known = false;
+  task.syncing = 0;
+  task.loss_epoch = loss_epoch_;
+}
+
+void DeltaReconstructor::catch_up(MmState& st) {
+  if (!stale(st)) return;
+  st.folds_announced.fill(0);
+  st.suspect_next.fill(false);
+  st.slots.fill({});  // every slot unknown
+  st.count_known.fill(false);
+  st.synced.fill(false);
+  st.unknown_slots.fill(options_.nr_cpus);
+  st.unexplained_end.fill(0);
+  st.next_resync_ns = 0;
+  st.loss_epoch = loss_epoch_;
+}
+
 void DeltaReconstructor::on_loss() {
   ++stats_.losses;
-  // Before 6.2 a lost record may be a cached update or a fold.
-  for (auto& [tid, task] : tasks_) {
-    task.cache_known = false;
-    task.syncing = 0;
+  // A resync whose read a lost record may have overlapped is not to be
+  // trusted; every other mm is voided when next looked at (catch_up()),
+  // and the sink hears of the loss once.
+  for (const MmKey& key : resyncing_) {
+    const auto it = mms_.find(key.addr);
+    if (it != mms_.end() && it->second->key == key &&
+        it->second->resync_pending)
+      cancel_resync(*it->second);
   }
-  for (auto& [addr, ptr] : mms_) {
-    MmState& st = *ptr;
-    if (st.resync_pending) cancel_resync(st);
-    st.folds_announced.fill(0);
-    st.suspect_next.fill(false);
-    st.slots.fill({});  // every slot unknown
-    st.count_known.fill(false);
-    st.synced.fill(false);
-    st.unknown_slots.fill(options_.nr_cpus);
-    st.unexplained_end.fill(0);
-    st.next_resync_ns = 0;
-    Pending& p = push(Pending::Type::kBaseline, st, st.last_end_ns);
-    p.baseline_members = (1u << kMembers) - 1;
-    p.baseline.fill(std::nullopt);
-  }
+  resyncing_.clear();
+  ++loss_epoch_;
+  push(Pending::Type::kLoss, watermark_ns_);
 }
 
 void DeltaReconstructor::on_drops(uint64_t total) {
@@ -644,18 +705,29 @@ void DeltaReconstructor::flush(ReconstructorSink& sink) {
 
 void DeltaReconstructor::emit_ready(ReconstructorSink& sink, bool all) {
   while (size_ > 0) {
-    Pending& p = pending_[head_];
-    if (!all && p.end_ns + options_.grace_ns >= watermark_ns_) break;
-    emit(p, sink);
-    p.dead.reset();
-    head_ = (head_ + 1) & (pending_.size() - 1);
-    --size_;
+    if (!all && pending_[head_].end_ns + options_.grace_ns >= watermark_ns_)
+      break;
+    emit_oldest(sink);
   }
 }
 
+void DeltaReconstructor::emit_oldest(ReconstructorSink& sink) {
+  Pending& p = pending_[head_];
+  emit(p, sink);
+  p.dead.reset();
+  head_ = (head_ + 1) & (pending_.size() - 1);
+  --size_;
+}
+
 void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
+  if (p.type == Pending::Type::kLoss) {
+    sink.on_loss();
+    return;
+  }
   MmState& st = *p.mm;
   switch (p.type) {
+    case Pending::Type::kLoss:
+      break;
     case Pending::Type::kCreated:
       sink.on_mm_created(st.key, st.from_zero);
       break;

@@ -113,12 +113,17 @@ class ReconstructorSink {
   }
   // The exact value of `member` at this point of the stream: `pages` once
   // established from a precise source (a resync), nullopt when it stops
-  // being known (a capture loss). An update flagged kNoBaseline also
+  // being known (a cancelled resync). An update flagged kNoBaseline also
   // means the member's value is unknown from there on.
   virtual void on_baseline(const MmKey& mm, int member,
                            std::optional<int64_t> pages) {
     (void)mm, (void)member, (void)pages;
   }
+  // Records were lost here: which mm lost an update is unknown, so from
+  // this point no mm's exact value, nor the kernel's count of any of its
+  // members, is known until a baseline or an update says so again. Once
+  // per loss, however many mms live: a sink marks them lazily.
+  virtual void on_loss() {}
 };
 
 struct ReconstructorOptions {
@@ -140,6 +145,12 @@ struct ReconstructorOptions {
   // (~3 KiB an mm on 2 CPUs, more with more CPUs). A host has far fewer
   // processes at once.
   size_t max_mms = size_t{1} << 18;
+  // Most events held back at once (see grace_ns): past it the oldest is
+  // let out early (ReconstructorStats::forced_emits). Events wait for the
+  // stream to show grace_ns more of its time, a few thousand records at
+  // the rates measured here; the cap keeps the queue's memory (0.2 KiB an
+  // event, 26 MiB at the cap) bounded whatever the records say.
+  size_t max_pending = size_t{1} << 17;
 };
 
 struct ReconstructorStats {
@@ -179,6 +190,10 @@ struct ReconstructorStats {
   uint64_t over_mm_limit = 0;
   uint64_t mms_destroyed = 0;
   uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()
+  // Held-back events let out before their grace period because the queue
+  // reached ReconstructorOptions::max_pending (a drain far behind): an
+  // overlap that arrives later is then counted in late_overlaps.
+  uint64_t forced_emits = 0;
   // Mms joined mid-life found to have a second user (two tasks updating).
   uint64_t inferred_second_users = 0;
   uint64_t resyncs_offered = 0;
@@ -265,6 +280,8 @@ class DeltaReconstructor {
     uint8_t syncing = 0;
     uint64_t syncing_mm = 0;
     std::array<int32_t, kMembers> sync_pages{};
+    // The loss_epoch_ its cache state was last brought up to (catch_up()).
+    uint64_t loss_epoch = 0;
   };
   struct SlotState {
     int32_t value = 0;
@@ -278,6 +295,10 @@ class DeltaReconstructor {
   };
   struct MmState {
     MmKey key;
+    // The loss_epoch_ its state was last brought up to: a loss voids what
+    // is known of every mm, applied to each when it is next looked at
+    // (catch_up()), so a loss costs O(1) however many mms live.
+    uint64_t loss_epoch = 0;
     bool from_zero = false;
     uint32_t owner_tgid = 0;  // of its first owner update (0: none yet)
     // A second user (a thread) was seen: its clone, or, for an mm joined
@@ -347,6 +368,7 @@ class DeltaReconstructor {
       kDestroyed,
       kBaseline,
       kCacheFold,  // before 6.2: life (kCacheSync), info.kernel_count
+      kLoss,       // records were lost here; `mm` is null
     };
     Type type = Type::kUpdate;
     bool fold = false;  // kUpdate whose slot came back to zero
@@ -401,6 +423,17 @@ class DeltaReconstructor {
                              int64_t delta);
   // Drops a task's state at its exit.
   void forget_task(uint32_t tid);
+  // Applies the losses since the state was last looked at: every slot and
+  // count unknown (an mm), the cache unknown (a task).
+  void catch_up(MmState& st);
+  void catch_up(TaskState& task) const;
+  // The state of task `tid`, brought up to date (created if new), or null
+  // when none is kept.
+  TaskState& task_at(uint32_t tid);
+  TaskState* find_task(uint32_t tid);
+  bool stale(const MmState& st) const { return st.loss_epoch != loss_epoch_; }
+  // The mm at `addr` if alive, brought up to date; else null.
+  MmState* live_mm(uint64_t addr);
   // A record of `st` (or of its owner's life) that started at `start_ns`:
   // cancels a pending resync whose read it may have overlapped.
   void check_resync(MmState& st, uint64_t start_ns);
@@ -431,8 +464,10 @@ class DeltaReconstructor {
            (e.preempt & ~RSS_PREEMPT_KNOWN) <= kTracepointDepth;
   }
   void emit_ready(ReconstructorSink& sink, bool all);
+  void emit_oldest(ReconstructorSink& sink);
   void emit(Pending& p, ReconstructorSink& sink);
   Pending& push(Pending::Type type, MmState& mm, uint64_t end_ns);
+  Pending& push(Pending::Type type, uint64_t end_ns);  // of no mm
   // The i-th pending event from the oldest; the capacity is a power of two.
   Pending& at(size_t i) {
     return pending_[(head_ + i) & (pending_.size() - 1)];
@@ -469,6 +504,10 @@ class DeltaReconstructor {
   uint64_t pushed_ = 0;        // events ever pushed: the next one's seq
   uint64_t drops_seen_ = 0;    // the drop counter at the last on_drops()
   bool flagged_loss_ = false;  // a record flagged after a loss since then
+  uint64_t loss_epoch_ = 0;    // losses so far (on_loss())
+  // Mms with a resync offered since the last loss, which a loss cancels:
+  // a lost record may have overlapped its read.
+  std::vector<MmKey> resyncing_;
 };
 
 }  // namespace rssaudit

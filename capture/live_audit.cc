@@ -17,6 +17,7 @@ LiveAudit::LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
       // A drain should find at most a quarter of a stream.
       pacing_{1'000'000, max_poll_ns, capture_->stream_records() / 4},
       last_drain_ns_(monotonic_ns()),
+      caught_up_ns_(last_drain_ns_),
       next_poll_ns_(max_poll_ns) {}
 
 uint64_t LiveAudit::drain(ReconstructorSink& sink) {
@@ -31,13 +32,22 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
       }));
   records_ += n;
   reconstructor_.on_drops(capture_->drops());
-  // A record still being written may have started before polled_ns (its
-  // CPU taken from it mid-program): nothing is complete until it arrives.
-  if (!capture_->held_back()) reconstructor_.advance(polled_ns, sink);
+  // Every record published before polled_ns has been handed over only if
+  // the poll emptied the streams: not if it stopped at its slice's end,
+  // nor at a record still being written (which may have started before
+  // polled_ns, its CPU taken from it mid-program). Until then the
+  // reconstructor waits, and /proc is not read against a stream behind it.
+  const bool behind = n >= BpfCapture::kMaxPerPoll;
+  const bool caught_up = !behind && !capture_->held_back();
+  if (caught_up) {
+    reconstructor_.advance(polled_ns, sink);
+    caught_up_ns_ = polled_ns;
+  }
   const uint64_t now = monotonic_ns();
-  next_poll_ns_ = rssaudit::next_poll_ns(pacing_, n, now - last_drain_ns_);
+  next_poll_ns_ =
+      behind ? 0 : rssaudit::next_poll_ns(pacing_, n, now - last_drain_ns_);
   last_drain_ns_ = now;
-  resync_.run(reconstructor_, polled_ns);
+  if (caught_up) resync_.run(reconstructor_, polled_ns);
   return n;
 }
 

@@ -24,18 +24,29 @@ class LiveAudit {
   LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
             uint64_t page_size, uint64_t max_poll_ns, bool status_precise);
 
-  // Hands every record published so far (at most one poll's worth) through
-  // the reconstructor to `sink`, lets out what every CPU has shown to be
-  // complete, and offers /proc baselines of quiet mms. No allocation per
-  // record; returns the records taken.
+  // Hands the records published so far, at most one slice
+  // (BpfCapture::kMaxPerPoll), through the reconstructor to `sink`, lets
+  // out what every CPU has shown to be complete, and offers /proc
+  // baselines of quiet mms. No allocation per record; returns the records
+  // taken. A drain that left records behind asks to be called again at
+  // once (next_poll_ns() 0): the caller's loop serves its other work
+  // between slices, however far behind the capture is.
   uint64_t drain(ReconstructorSink& sink);
   // The end of the stream: every update still held back goes to `sink`.
   void flush(ReconstructorSink& sink) { reconstructor_.flush(sink); }
 
-  // How long to sleep before the next drain, from the last drain's rate.
+  // How long to sleep before the next drain, from the last drain's rate;
+  // 0 while behind.
   uint64_t next_poll_ns() const { return next_poll_ns_; }
   // CLOCK_MONOTONIC at the end of the last drain (or at construction).
   uint64_t last_drain_ns() const { return last_drain_ns_; }
+  // How far behind the kernel the audit may be at `now_ns`: every record
+  // published before now_ns - lag has been handed over. The time since the
+  // last drain that found the streams empty (one that took a full slice,
+  // or stopped at a record still being written, did not).
+  uint64_t lag_ns(uint64_t now_ns) const {
+    return now_ns > caught_up_ns_ ? now_ns - caught_up_ns_ : 0;
+  }
   uint64_t records() const { return records_; }
 
   const BpfCapture& capture() const { return *capture_; }
@@ -48,6 +59,8 @@ class LiveAudit {
   const PollPacing pacing_;
   uint64_t records_ = 0;
   uint64_t last_drain_ns_;
+  uint64_t caught_up_ns_;  // when the last drain that emptied the streams
+                           // began (or construction)
   uint64_t next_poll_ns_;
 };
 

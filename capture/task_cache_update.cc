@@ -17,14 +17,10 @@ namespace rssaudit {
 void DeltaReconstructor::on_cache_sync(const rss_event& e) {
   const int m = e.member;
   const auto bit = static_cast<uint8_t>(1u << m);
-  auto it = tasks_.find(e.tid);
-  if (it == tasks_.end()) {
-    // exit_mm() syncs again after the task's exit record: nothing is left
-    // to fold then, and the task must not come back.
-    if (!e.aux) return;
-    it = tasks_.try_emplace(e.tid).first;
-  }
-  TaskState& task = it->second;
+  // exit_mm() syncs again after the task's exit record: nothing is left
+  // to fold then, and the task must not come back.
+  if (!e.aux && !find_task(e.tid)) return;
+  TaskState& task = task_at(e.tid);
   if (m == 0) ++stats_.syncs;
   if (task.cache_known && task.cache[m] != e.aux) {
     ++stats_.sync_mismatches;
@@ -65,9 +61,9 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   int32_t fold_pages = 0;
   if ((e.flags & RSS_EVF_ATOMIC) && owner) {
     const auto cache_now = static_cast<int16_t>(e.faults);
-    auto it = tasks_.find(e.tid);
-    if (it != tasks_.end() && (it->second.syncing >> m & 1)) {
-      folding = &it->second;
+    TaskState* known = find_task(e.tid);
+    if (known && (known->syncing >> m & 1)) {
+      folding = known;
       fold_pages = folding->sync_pages[m];
       if (cache_now != fold_pages) {
         // The kernel folds what its cache holds at the add.
@@ -81,16 +77,15 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
     } else if (cache_now != 0 && st.count_known[m] && moved == cache_now &&
                !ambiguous && e.slot == 0) {
       ++stats_.unannounced_folds;
-      folding = &tasks_[e.tid];
+      folding = &task_at(e.tid);
       fold_pages = cache_now;
       ambiguous = true;
-    } else if (it != tasks_.end() && it->second.cache_known &&
-               std::abs(cache_now) < 0x7fff &&
-               it->second.cache[m] != cache_now) {
+    } else if (known && known->cache_known && std::abs(cache_now) < 0x7fff &&
+               known->cache[m] != cache_now) {
       // A cached update or a fold went unseen: the cache is the kernel's.
       ++stats_.sync_mismatches;
-      push_cache_correction(e, st, m, int64_t{cache_now} - it->second.cache[m]);
-      it->second.cache[m] = cache_now;
+      push_cache_correction(e, st, m, int64_t{cache_now} - known->cache[m]);
+      known->cache[m] = cache_now;
     }
   }
   // Another task announced a fold of this counter whose record has not

@@ -114,13 +114,15 @@ void run(const StatusOptions& o) {
   fmt::print("  as of    {}\n", local_time_text(h.time_ns));
   fmt::print("  cpus {}, rss_stat batch {}, page size {} B\n", h.nr_cpus,
              h.batch, h.page_size);
-  fmt::print("  events   {} ({:.1f}/s), lag {:.3f} s{}\n", h.events,
+  fmt::print("  events   {} ({:.1f}/s), behind by {:.3f} s{}\n", h.events,
              h.events_per_s, h.lag_s,
              h.bpf_ns_per_event
                  ? fmt::format(", BPF {:.0f} ns/event", *h.bpf_ns_per_event)
                  : "");
-  fmt::print("  losses   {} lost in capture (stream full), {} ambiguous\n",
-             h.drops, h.ambiguous);
+  fmt::print(
+      "  losses   {} records lost in capture (stream full) at {} places, "
+      "{} ambiguous\n",
+      h.drops, h.losses, h.ambiguous);
   fmt::print("  fidelity {}\n",
              fidelity_text(h.fidelity_matched, h.fidelity_checked));
   fmt::print(

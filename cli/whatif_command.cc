@@ -95,6 +95,7 @@ class SchemeReports : public ReconstructorSink {
                    std::optional<int64_t> pages) override {
     pipeline_.on_baseline(mm, member, pages);
   }
+  void on_loss() override { pipeline_.on_loss(); }
 
   const AuditPipeline& pipeline() const { return pipeline_; }
   std::vector<MmReport>& reports() { return reports_; }

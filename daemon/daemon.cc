@@ -164,13 +164,12 @@ class Daemon {
   // (A failing history is reported by rssaudit_store_ok: the audit goes on.)
   std::string unhealthy() const {
     constexpr double kStaleS = 10;
-    const double since = seconds_since_drain();
-    if (since <= kStaleS) return {};
-    return fmt::format("capture not drained for {:.1f} s", since);
+    const double behind = lag_s();
+    if (behind <= kStaleS) return {};
+    return fmt::format("capture behind by {:.1f} s", behind);
   }
-  double seconds_since_drain() const {
-    return double(monotonic_ns() - live_.last_drain_ns()) / 1e9;
-  }
+  // How far the audit is behind the kernel (LiveAudit::lag_ns()).
+  double lag_s() const { return double(live_.lag_ns(monotonic_ns())) / 1e9; }
 
   DaemonHealth health() const {
     DaemonHealth h;
@@ -187,7 +186,8 @@ class Daemon {
     h.events_per_s = events_per_s_;
     h.drops = live_.capture().drops();
     h.ambiguous = live_.stats().ambiguous;
-    h.lag_s = seconds_since_drain();
+    h.lag_s = lag_s();
+    h.losses = live_.stats().losses;
     h.bpf_ns_per_event = live_.capture().bpf_ns_per_event();
     h.fidelity_checked = pipeline_.fidelity_checked();
     h.fidelity_matched = pipeline_.fidelity_matched();
@@ -212,9 +212,11 @@ class Daemon {
         [this](int64_t bound) { return recorder_.quiet_processes(bound); });
   }
   std::string status_line() const {
+    const double behind = lag_s();
     return fmt::format(
-        "{:.0f} events/s, {} processes audited, {} drops{}", events_per_s_,
+        "{:.0f} events/s, {} processes audited, {} drops{}{}", events_per_s_,
         pipeline_.live_mms(), live_.capture().drops(),
+        behind > 1 ? fmt::format(", behind by {:.0f} s", behind) : "",
         last_store_error_.empty() ? "" : ", history not written");
   }
   // Runs `fn` every `period_s()` seconds until the loop stops; the period
@@ -331,6 +333,7 @@ class Daemon {
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().drops(), live_.capture().hook_misses(),
+                      lag_s(),
                       pipeline_, recorder_.stats(), *store_, options_.top,
                       exited_lookup(), sampler_);
     write_server_log(

@@ -19,7 +19,8 @@ std::string live_comm(ProcessSampler& sampler, uint32_t tgid) {
 
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       uint64_t hook_misses, const AuditPipeline& pipeline,
+                       uint64_t hook_misses, double lag_s,
+                       const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,
                        ProcessSampler& sampler) {
@@ -30,13 +31,15 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
       "unlocked={} late={} depth_unknown={} syncs={} "
       "sync_mismatches={} reordered={} unannounced_folds={} "
-      "hook_misses={} drops={} bad_records={} over_mm_limit={} "
+      "hook_misses={} drops={} losses={} forced_emits={} lag_s={:.3f} "
+      "bad_records={} over_mm_limit={} "
       "inferred_second_users={} fidelity={} ({}/{})\n",
       pipeline.live_mms(), pipeline.finished_mms(), stats.updates, stats.exact,
       stats.ambiguous, stats.no_baseline, stats.inconsistent, stats.count_ahead,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
-      hook_misses, drops, stats.bad_records, stats.over_mm_limit,
+      hook_misses, drops, stats.losses, stats.forced_emits, lag_s,
+      stats.bad_records, stats.over_mm_limit,
       stats.inferred_second_users,
       // Not measured, never a made-up 100%, when nothing was compared.
       checked ? fmt::format("{:.4f}%",

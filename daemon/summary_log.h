@@ -24,7 +24,8 @@ namespace rssaudit {
 // `hook_misses`: BpfCapture's.
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       uint64_t hook_misses, const AuditPipeline& pipeline,
+                       uint64_t hook_misses, double lag_s,
+                       const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,
                        ProcessSampler& sampler);

@@ -77,6 +77,7 @@ class CheckingSink : public ReconstructorSink {
                fmt::format("baseline of member {}", member));
     pipeline_.on_baseline(mm, member, pages);
   }
+  void on_loss() override { pipeline_.on_loss(); }
 
   size_t live() const { return live_.size(); }
   uint64_t created() const { return created_; }

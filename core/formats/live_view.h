@@ -33,7 +33,12 @@ struct DaemonHealth {
   double events_per_s = 0;  // over the last sampling interval
   uint64_t drops = 0;       // records lost in capture (a full stream)
   uint64_t ambiguous = 0;   // updates flagged instead of guessed
-  double lag_s = 0;         // since the streams were last drained
+  // Places in the stream where records were lost: each voids what was
+  // known of every mm until re-established.
+  uint64_t losses = 0;
+  // How far behind the kernel the audit is: every record published
+  // before this many seconds ago has been handed over.
+  double lag_s = 0;
   // Kernel-side cost of the capture programs, when kernel.bpf_stats_enabled
   // is on (empty otherwise: never a made-up number).
   std::optional<double> bpf_ns_per_event{};

@@ -135,6 +135,7 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.events_per_s = r.real("events_per_s");
   h.drops = r.integer<uint64_t>("drops");
   h.ambiguous = r.integer<uint64_t>("ambiguous");
+  h.losses = r.integer<uint64_t>("losses");
   h.lag_s = r.real("lag_s");
   h.bpf_ns_per_event = r.optional_real("bpf_ns_per_event");
   h.fidelity_checked = r.integer<uint64_t>("fidelity_checked");
@@ -201,6 +202,7 @@ json health_to_json(const DaemonHealth& h) {
       {"events_per_s", number_or_null(h.events_per_s)},
       {"drops", h.drops},
       {"ambiguous", h.ambiguous},
+      {"losses", h.losses},
       {"lag_s", number_or_null(h.lag_s)},
       {"bpf_ns_per_event", h.bpf_ns_per_event
                                ? number_or_null(*h.bpf_ns_per_event)

@@ -358,8 +358,13 @@ void add_health(Builder& b, const LiveView& view,
   add(b.family("rssaudit_ambiguous_updates", Type::kCounter, "",
                "Updates flagged as ambiguous instead of guessed."),
       none, number(h.ambiguous));
+  add(b.family("rssaudit_capture_losses", Type::kCounter, "",
+               "Places in the capture where records were lost: each makes "
+               "every audited value unknown until re-established."),
+      none, number(h.losses));
   add(b.family("rssaudit_lag_seconds", Type::kGauge, "seconds",
-               "Time since the capture's streams were last drained."),
+               "How far the audit is behind the kernel: every record "
+               "published before this many seconds ago was consumed."),
       none, number(h.lag_s));
   auto& cost =
       b.family("rssaudit_bpf_event_cost_seconds", Type::kGauge, "seconds",

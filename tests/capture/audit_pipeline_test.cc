@@ -57,12 +57,43 @@ TEST(AuditPipeline, AnMmSeenFromCreationKnowsItsCountsUntilALoss) {
   MmSummary s = summary_of(p, kNew);
   EXPECT_TRUE(s.drift_known());  // the other counts are still 0
   EXPECT_EQ(s.drift(), -5);
-  for (int m : {kFilePages, kAnonPages, kSwapEnts, kShmemPages})
-    p.on_baseline(kNew, m, std::nullopt);  // records were lost
+  p.on_loss();  // records were lost
   update(p, kNew, kAnonPages, 40, 45);
   s = summary_of(p, kNew);
   EXPECT_FALSE(s.kernel_known);
   EXPECT_FALSE(s.drift_known());
+}
+
+TEST(AuditPipeline, ALossVoidsEveryLiveMmEvenOnesNotUpdatedSince) {
+  AuditPipeline p(Topology::for_cpus(2));
+  p.on_mm_created(kNew, true);
+  p.on_mm_created(kOld, true);
+  update(p, kNew, kAnonPages, 5, 0);
+  update(p, kOld, kAnonPages, 7, 0);
+  p.on_loss();
+  EXPECT_EQ(p.losses(), 1u);
+  for (const MmSummary& s : p.summaries()) {
+    EXPECT_FALSE(s.absolute) << s.key.addr;
+    EXPECT_FALSE(s.kernel_known) << s.key.addr;
+  }
+  // An mm created after the loss starts known.
+  const MmKey later{0x9000, 9};
+  p.on_mm_created(later, true);
+  EXPECT_TRUE(summary_of(p, later).drift_known());
+}
+
+TEST(AuditPipeline, ACancelledResyncForgetsTheValueNotTheKernelsCount) {
+  AuditPipeline p(Topology::for_cpus(2));
+  p.on_mm_created(kOld, false);
+  for (int m : {kFilePages, kAnonPages, kSwapEnts, kShmemPages}) {
+    p.on_baseline(kOld, m, 100);
+    update(p, kOld, m, 1, 101);
+  }
+  EXPECT_TRUE(summary_of(p, kOld).drift_known());
+  p.on_baseline(kOld, kAnonPages, std::nullopt);
+  const MmSummary s = summary_of(p, kOld);
+  EXPECT_FALSE(s.absolute);
+  EXPECT_TRUE(s.kernel_known);
 }
 
 TEST(AuditPipeline, RankingPutsUnknownDriftsLastWhateverTheirSize) {

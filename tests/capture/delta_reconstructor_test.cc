@@ -19,7 +19,7 @@ constexpr uint64_t kGrace = 2'000'000;
 
 // What the sink saw, in order.
 struct Recorded {
-  enum Kind { kCreated, kUpdate, kLife, kDestroyed } kind;
+  enum Kind { kCreated, kUpdate, kLife, kDestroyed, kLoss } kind;
   MmKey mm;
   bool from_zero = false;
   Update update;
@@ -45,6 +45,14 @@ class RecordingSink : public ReconstructorSink {
   void on_baseline(const MmKey&, int member,
                    std::optional<int64_t> pages) override {
     baselines.emplace_back(member, pages);
+  }
+  void on_loss() override {
+    out.push_back({Recorded::kLoss, {}, false, {}, {}, {}});
+  }
+  size_t count(Recorded::Kind kind) const {
+    size_t n = 0;
+    for (const Recorded& r : out) n += r.kind == kind;
+    return n;
   }
 
   std::vector<Recorded> updates() const {
@@ -858,11 +866,92 @@ TEST(DeltaReconstructor, ALossVoidsWhatWasKnown) {
              sink);
   r.flush(sink);
   EXPECT_EQ(r.stats().losses, 1u);
-  ASSERT_EQ(sink.baselines.size(), size_t{kMembers});
-  for (const auto& [member, pages] : sink.baselines) EXPECT_FALSE(pages);
+  // The loss between the two updates, once.
+  ASSERT_EQ(sink.out.size(), 4u);
+  EXPECT_EQ(sink.out[1].kind, Recorded::kUpdate);
+  EXPECT_EQ(sink.out[2].kind, Recorded::kLoss);
+  EXPECT_EQ(sink.out[3].kind, Recorded::kUpdate);
+  EXPECT_TRUE(sink.baselines.empty());
+  EXPECT_EQ(sink.out[3].info.fidelity, Fidelity::kNoBaseline);
+}
+
+// A loss voids every live mm, but costs one event however many live: a
+// saturated capture flags a record after each loss, and one event per mm
+// per loss grew the queue to 16 M events (gigabytes) with 2 000 mms.
+TEST(DeltaReconstructor, ALossIsOneEventWhateverTheMmsAndVoidsEachLazily) {
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  constexpr int kMms = 2000, kLosses = 500;
+  uint64_t t = 1'000'000;
+  const auto update = [&](uint64_t mm, uint8_t flags) {
+    rss_event e{};
+    e.mm = mm;
+    e.start_ns = t;
+    e.span_ns = 100;
+    e.tid = e.tgid = static_cast<uint32_t>(mm & 0xffff);
+    e.slot = 1;
+    e.kind = RSS_EV_UPDATE;
+    e.member = kAnonPages;
+    e.flags = flags;
+    r.on_event(e, sink);
+  };
+  for (int i = 0; i < kMms; ++i) update(kMm + 0x1000 * i, RSS_EVF_CREATING);
+  for (int i = 0; i < kLosses; ++i) {
+    t += 10;
+    update(kMm, RSS_EVF_OWNER | RSS_EVF_AFTER_LOSS);
+  }
+  r.flush(sink);
+  EXPECT_EQ(r.stats().losses, uint64_t{kLosses});
+  EXPECT_EQ(sink.count(Recorded::kLoss), size_t{kLosses});
+  // Every mm's next update shows it voided: its slot is unknown again.
+  t += 10;
+  for (int i = 1; i < kMms; ++i)
+    update(kMm + 0x1000 * i, RSS_EVF_OWNER);
+  r.flush(sink);
   const auto u = sink.updates();
-  ASSERT_EQ(u.size(), 2u);
-  EXPECT_EQ(u[1].info.fidelity, Fidelity::kNoBaseline);
+  ASSERT_EQ(u.size(), size_t{kMms + kLosses + kMms - 1});
+  for (size_t i = kMms + kLosses; i < u.size(); ++i)
+    EXPECT_EQ(u[i].info.fidelity, Fidelity::kNoBaseline) << i;
+}
+
+// A resync offered before a loss is taken back: a lost record may have
+// overlapped its read.
+TEST(DeltaReconstructor, ALossCancelsAResyncItMayHaveOverlapped) {
+  FakeKernel kernel = kernel_of_an_older_mm();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+  r.on_event(kernel.add(1, kAnonPages, 1, t + 100), sink);
+  r.advance(t + 10'000'000, sink);
+  std::array<std::optional<int64_t>, kMembers> pages{};
+  for (int m = 0; m < kMembers; ++m) pages[m] = kernel.precise(m);
+  ASSERT_EQ(r.resync(kMm, 100, pages, t + 10'000'000, t + 10'001'000),
+            ResyncResult::kOffered);
+  r.on_loss();
+  r.flush(sink);
+  EXPECT_EQ(r.stats().resyncs_cancelled, 1u);
+  EXPECT_EQ(r.stats().resyncs_applied, 0u);
+  EXPECT_TRUE(sink.baselines.empty());
+}
+
+// However far behind the drain is, the held-back queue has a cap: past
+// it the oldest events go out early, counted.
+TEST(DeltaReconstructor, TheHeldBackQueueIsCappedAndItsForcedEmitsCounted) {
+  ReconstructorOptions o = two_cpus();
+  o.max_pending = 64;
+  DeltaReconstructor r(o);
+  RecordingSink sink;
+  FakeKernel kernel(2);
+  // Untimed records hold the queue until the stream moves on.
+  r.on_event(kernel.add(0, kAnonPages, 1, 1'000'000, 100, RSS_EVF_CREATING),
+             sink);
+  for (int i = 0; i < 1000; ++i)
+    r.on_event(kernel.add(0, kAnonPages, i % 2 ? -1 : 1, 0, 0), sink);
+  EXPECT_GT(r.stats().forced_emits, 900u);
+  EXPECT_GE(sink.updates().size(), 1001u - 65u);
+  r.flush(sink);
+  EXPECT_EQ(sink.updates().size(), 1001u);
 }
 
 // An update the capture did not time (start_ns 0: a non-zero slot, and a

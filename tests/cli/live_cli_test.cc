@@ -94,11 +94,13 @@ TEST_F(LiveCli, StatusShowsTheDaemonsHealth) {
                        "02m 03s\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("events   123456789 (4321.5/s), lag 0.012 s, BPF 95 "
-                       "ns/event"),
+  EXPECT_NE(r.out.find("events   123456789 (4321.5/s), behind by 0.012 s, "
+                       "BPF 95 ns/event"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("7 lost in capture"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("7 records lost in capture (stream full) at 2 places"),
+            std::string::npos)
+      << r.out;
   // 999990 of 1000000: rounded down, never shown as 100%.
   EXPECT_NE(r.out.find("fidelity 99.99% (999990 of 1000000 checked updates)"),
             std::string::npos)

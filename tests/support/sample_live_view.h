@@ -49,6 +49,7 @@ inline LiveView sample_live_view() {
   h.events_per_s = 4321.5;
   h.drops = 7;
   h.ambiguous = 3;
+  h.losses = 2;
   h.lag_s = 0.012;
   h.bpf_ns_per_event = 95.25;
   h.fidelity_checked = 1'000'000;
