@@ -65,6 +65,15 @@ RSSAUDIT_SHARED struct {
   __type(value, struct exited_process);
 } exited SEC(".maps");
 
+/* A one-element per-CPU array whose element addresses reveal the per-CPU
+ * offset of each CPU (percpu_counter.bpf.h cpu_offset()). */
+RSSAUDIT_SHARED struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} pcpu_probe SEC(".maps");
+
 /* Set by user space before load (an initializer keeps them in .rodata). */
 RSSAUDIT_SHARED const volatile __u32 self_tgid RSSAUDIT_ZERO;   /* auditor */
 RSSAUDIT_SHARED const volatile __u32 target_tgid RSSAUDIT_ZERO; /* 0 = all */

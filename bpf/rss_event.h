@@ -20,6 +20,11 @@ enum rss_event_kind {
    * task's rss_stat.events); the fold of each non-zero one, an UPDATE
    * record (RSS_EVF_ATOMIC), follows from the same task. */
   RSS_EV_CACHE_SYNC = 6,
+  /* The snapshot iterator (snapshot.bpf.c) read the counters of `mm` (6.2+)
+   * or the cache of task `tid` (before 6.2) just after taking this
+   * record's sequence number: aux = the snapshot's id, whose values the
+   * daemon reads from the iterator (struct rss_snapshot). */
+  RSS_EV_SNAPSHOT = 7,
 };
 
 /* rss_event.flags */
@@ -125,7 +130,52 @@ struct exited_process {
   char comm[16];     /* TASK_COMM_LEN */
 };
 
+/* What the snapshot iterator (snapshot.bpf.c) writes for each task it
+ * reads, in the iterator's output: one rss_snapshot, then `slots`
+ * rss_snapshot_slot. Its RSS_EV_SNAPSHOT record (same id) places it in
+ * the capture's sequence: every read came after that record's number was
+ * taken (docs/kernel.md, "Baselines of mms older than the capture"). */
+enum {
+  /* Since 6.2: count and the non-zero slots of every possible CPU. */
+  RSS_SNAP_PERCPU = 1 << 0,
+  /* Before 6.2: the task's own cache (cache[]), and the atomics. */
+  RSS_SNAP_TASK_CACHE = 1 << 1,
+  /* The task was off its CPU and did not run from before the record's
+   * number was taken to after its cache was read: no cached update of
+   * it was between its record and its add (they run back to back). */
+  RSS_SNAP_TASK_QUIET = 1 << 2,
+  /* More non-zero slots than RSS_SNAPSHOT_MAX_SLOTS: the slots are not
+   * all there, the values unknown. */
+  RSS_SNAP_TRUNCATED = 1 << 3,
+};
+#define RSS_SNAPSHOT_MAX_SLOTS 2048
+struct rss_snapshot {
+  __u64 id; /* its RSS_EV_SNAPSHOT record's aux */
+  __u64 mm;
+  __u32 tid;
+  __u32 tgid;
+  __s64 count[4];       /* rss_stat[m].count (before 6.2: the atomics),
+                           read before the slots */
+  __s64 count_after[4]; /* the same, read after them: equal unless a fold
+                           (or an atomic add) came in between */
+  __s32 cache[4];       /* RSS_SNAP_TASK_CACHE: task->rss_stat.count[] */
+  __u32 flags;          /* RSS_SNAP_* */
+  __u32 slots;          /* rss_snapshot_slot that follow */
+};
+struct rss_snapshot_slot {
+  __u16 cpu;
+  __u8 member;
+  __u8 pad;
+  __s32 value;
+};
+/* The scratch the iterator gathers a task's slots in before writing them. */
+struct rss_snapshot_slots {
+  struct rss_snapshot_slot slot[RSS_SNAPSHOT_MAX_SLOTS];
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(rss_snapshot) == 112, "rss_snapshot is a fixed ABI");
+static_assert(sizeof(rss_snapshot_slot) == 8, "rss_snapshot_slot is 8 bytes");
 static_assert(sizeof(rss_event) == 48, "rss_event is a fixed 48-byte ABI");
 static_assert(alignof(rss_event) == 8, "rss_event is 8-byte aligned");
 static_assert(sizeof(rss_slot) == 56, "rss_slot is a fixed 56-byte ABI");

@@ -1,16 +1,7 @@
 /* tp_btf/rss_stat: one record per mm->rss_stat[member] update, with the
  * counter's `count` and this CPU's slot as they are right after the add. The
  * daemon recovers each update's exact delta from the slots (docs/kernel.md). */
-#include "cpu_state.bpf.h"
-
-/* A one-element per-CPU array whose element addresses reveal the per-CPU
- * offset of each CPU (see slot_offset()). */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u64);
-} pcpu_probe SEC(".maps");
+#include "percpu_counter.bpf.h"
 
 /* Where this CPU's preemption count is, so that a record can tell whether
  * a lock held preemption off from the add to it (bpf/rss_event.h). A typed
@@ -42,67 +33,20 @@ static __always_inline void learn_preempt_count(struct cpu_state* cs,
   cs->preempt_at = section + pcpu_preempt_count + offset;
 }
 
-/* The per-CPU offset of `cpu`, learned once per CPU and cached in `cs`: the
- * element pointer bpf_map_lookup_percpu_elem() returns for `cpu`, minus the
- * raw per-CPU pointer the array keeps right after its struct bpf_array. */
+/* This CPU's per-CPU offset (cpu_offset()), learned once per CPU and cached
+ * in `cs`, with where its preemption count is. */
 static __always_inline int slot_offset(struct cpu_state* cs,
                                        struct task_struct* cur, __u32 cpu,
                                        __u64* offset) {
-  __u32 zero = 0;
   if (cs->ready) {
     *offset = cs->offset;
     return 0;
   }
-  __u64 pptr;
-  __u64 array = launder(cs, &pcpu_probe);
-  if (bpf_probe_read_kernel(
-          &pptr, sizeof(pptr),
-          (const void*)(array + bpf_core_type_size(struct bpf_array))))
-    return -1;
-  void* elem = bpf_map_lookup_percpu_elem(&pcpu_probe, &zero, cpu);
-  if (!elem) return -1;
-  cs->offset = launder(cs, elem) - pptr;
+  if (cpu_offset(cs, cpu, &cs->offset)) return -1;
   learn_preempt_count(cs, cur, cs->offset);
   cs->ready = 1;
   *offset = cs->offset;
   return 0;
-}
-
-/* Constant indices only: with a variable one clang would scale by the size
- * of our minimal struct percpu_counter, not the kernel's. */
-static __always_inline struct percpu_counter* rss_counter(struct mm_struct* mm,
-                                                          int member) {
-  switch (member) {
-    case 0:
-      return &mm->rss_stat[0];
-    case 1:
-      return &mm->rss_stat[1];
-    case 2:
-      return &mm->rss_stat[2];
-    case 3:
-      return &mm->rss_stat[3];
-  }
-  return 0;
-}
-
-/* This CPU's slot of `pc`: with bpf_rdonly_cast() a plain load with an
- * exception-table fixup, measured ~1 ns here where bpf_probe_read_kernel()
- * costs ~35 (the build for kernels without the kfuncs, capture.bpf.h). */
-static __always_inline __s32 read_s32(__u64 address) {
-#ifdef RSSAUDIT_KFUNCS
-  struct refcount_struct* v = bpf_rdonly_cast(
-      (void*)address, bpf_core_type_id_kernel(struct refcount_struct));
-  return v->refs.counter;
-#else
-  __s32 v = 0;
-  bpf_probe_read_kernel(&v, sizeof(v), (const void*)address);
-  return v;
-#endif
-}
-
-static __always_inline __s32 read_slot(struct percpu_counter* pc,
-                                       __u64 offset) {
-  return read_s32((__u64)pc->counters + offset);
 }
 
 /* rss_event.preempt: the low byte of preempt_count() is the depth of

@@ -9,45 +9,7 @@
  * reader sees), each task's cache, and their sum: the exact value. User
  * space loads these where mm->rss_stat is a struct mm_rss_stat, and
  * rss_stat.bpf.c elsewhere (capture/bpf_capture.cc). */
-#include "cpu_state.bpf.h"
-
-/* The atomic of `member`. Read with a helper: 6.1's verifier cannot walk
- * into an array of atomic_long_t, a typedef ("Type 'atomic_long_t' is not a
- * struct"), so a plain load of it is refused. */
-static __always_inline long atomic_count(struct mm_struct* mm, int member) {
-  struct mm_struct___pre62* old = (void*)mm;
-  long v = 0;
-  switch (member) {
-    case 0:
-      v = BPF_CORE_READ(old, rss_stat.count[0].counter);
-      break;
-    case 1:
-      v = BPF_CORE_READ(old, rss_stat.count[1].counter);
-      break;
-    case 2:
-      v = BPF_CORE_READ(old, rss_stat.count[2].counter);
-      break;
-    case 3:
-      v = BPF_CORE_READ(old, rss_stat.count[3].counter);
-      break;
-  }
-  return v;
-}
-
-static __always_inline int cached(struct task_struct* task, int member) {
-  struct task_struct___pre62* old = (void*)task;
-  switch (member) {
-    case 0:
-      return old->rss_stat.count[0];
-    case 1:
-      return old->rss_stat.count[1];
-    case 2:
-      return old->rss_stat.count[2];
-    case 3:
-      return old->rss_stat.count[3];
-  }
-  return 0;
-}
+#include "task_rss.bpf.h"
 
 /* mm/memory.c: `if (task->mm == mm) task->rss_stat.count[member] += val;
  * else add_mm_counter(mm, member, val);`. Runs before the add. Every caller

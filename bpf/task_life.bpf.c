@@ -122,6 +122,10 @@ int BPF_PROG(on_exit_mmap, struct mm_struct* mm) {
   struct stream_claim claim;
   struct rss_event* e = event_reserve(&claim, RSS_EV_EXIT_MMAP, (__u64)mm,
                                       (__u32)id, id >> 32, start_ns, 0);
+  /* The target's mm is gone: the next mm at its address is another
+   * process's, not the target's (whose next mm, after an exec, its next
+   * update names). */
+  if (target_tgid && (__u64)mm == target_mm) target_mm = 0;
   if (!e) return 0;
   stream_publish(&claim);
   return 0;

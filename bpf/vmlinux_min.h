@@ -26,6 +26,7 @@ typedef int pid_t;
 
 /* UAPI constants (include/uapi/linux/bpf.h, sched.h); stable ABI values. */
 enum bpf_map_type {
+  BPF_MAP_TYPE_HASH = 1,
   BPF_MAP_TYPE_ARRAY = 2,
   BPF_MAP_TYPE_PERCPU_ARRAY = 6,
   BPF_MAP_TYPE_RINGBUF = 27,
@@ -88,8 +89,15 @@ struct sched_entity {
   struct cfs_rq* cfs_rq; /* CONFIG_FAIR_GROUP_SCHED */
 } __attribute__((preserve_access_index));
 
+/* include/linux/sched.h */
+#define PF_KTHREAD 0x00200000
+
 struct task_struct {
   unsigned int __state;
+  unsigned int flags;
+  int on_cpu;           /* CONFIG_SMP: running on a CPU, or being switched */
+  unsigned long nvcsw;  /* context switches, voluntary */
+  unsigned long nivcsw; /* and involuntary */
   struct sched_entity se;
   struct mm_struct* mm;
   pid_t pid;
@@ -109,6 +117,17 @@ struct refcount_struct {
 } __attribute__((preserve_access_index));
 
 struct linux_binprm;
+
+/* include/linux/bpf.h: what an iter/task program is handed; task is NULL
+ * once at the end of a pass. */
+struct seq_file;
+struct bpf_iter_meta {
+  struct seq_file* seq;
+} __attribute__((preserve_access_index));
+struct bpf_iter__task {
+  struct bpf_iter_meta* meta;
+  struct task_struct* task;
+} __attribute__((preserve_access_index));
 /* arch/x86/include/asm/ptrace.h: the registers a kprobe program reads its
  * function's arguments from (x86-64: di, si, dx, ...). */
 struct pt_regs {

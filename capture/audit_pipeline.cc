@@ -74,7 +74,8 @@ void AuditPipeline::on_update(const MmKey& key, const Update& u,
   mm->audit.add(u);
   if (info.fidelity == Fidelity::kNoBaseline) mm->exact_known[u.member] = false;
   if (!mm->model_synced) {
-    // Resynced or relative: the true peak counts from the baseline, and no
+    // From a snapshot or relative: the true peak counts from the baseline,
+    // and no
     // model holds the kernel's per-CPU state, so fidelity is not checked.
     s.flagged +=
         info.fidelity != Fidelity::kExact || !mm->exact_known[u.member];
@@ -136,11 +137,16 @@ void AuditPipeline::on_life(const MmKey& key, const LifeEvent& e) {
 }
 
 void AuditPipeline::on_baseline(const MmKey& key, int member,
-                                std::optional<int64_t> pages) {
+                                std::optional<int64_t> pages,
+                                std::optional<int64_t> kernel_count) {
   LiveMm* mm = find(key);
   if (!mm) return;
+  if (kernel_count) {
+    mm->kernel_count[member] = *kernel_count;
+    mm->kernel_count_known[member] = true;
+  }
   if (!pages) {
-    // A resync taken back: what it made known, and what the stream showed
+    // A baseline taken back: what it made known, and what the stream showed
     // of the kernel's count since, is not known after all.
     mm->exact_known[member] = false;
     return;

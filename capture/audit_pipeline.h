@@ -25,7 +25,7 @@ struct MmSummary {
   MmKey key;
   uint32_t tgid = 0;       // of the first owner update seen
   bool from_zero = false;  // seen from creation: values are absolute
-  // exact_rss and peak_rss are absolute: seen from creation, or resynced
+  // exact_rss and peak_rss are absolute: seen from creation, or snapshot
   // from /proc since the capture started or since its last loss.
   bool absolute = false;
   bool alive = true;
@@ -96,7 +96,7 @@ class AuditPipeline : public ReconstructorSink {
     std::array<bool, kMembers> kernel_count_known{};
     MmAudit audit;
     // The member's exact value is audit.exact(m) + baseline[m], known when
-    // exact_known[m] (from creation, or since a resync).
+    // exact_known[m] (from creation, or since a snapshot).
     std::array<int64_t, kMembers> baseline{};
     std::array<bool, kMembers> exact_known{};
     // The upstream model holds the kernel's state (from creation, no loss
@@ -126,8 +126,8 @@ class AuditPipeline : public ReconstructorSink {
   void on_cache_fold(const MmKey& mm, const LifeEvent& sync,
                      const UpdateInfo& info) override;
   void on_mm_destroyed(const MmKey& mm) override;
-  void on_baseline(const MmKey& mm, int member,
-                   std::optional<int64_t> pages) override;
+  void on_baseline(const MmKey& mm, int member, std::optional<int64_t> pages,
+                   std::optional<int64_t> kernel_count) override;
   // Every live mm's exact value and kernel counts become unknown, marked
   // on each mm when it is next looked at: O(1) per loss.
   void on_loss() override { ++loss_epoch_; }

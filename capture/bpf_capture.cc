@@ -262,6 +262,10 @@ CaptureSupport probe_capture_support() {
     s.kfuncs = s.preempt_kfuncs &&
                btf__find_by_name_kind(b, "bpf_rdonly_cast", BTF_KIND_FUNC) >= 0;
     s.exit_hook = exit_hook_of(b, s.preempt_kfuncs, s.kprobes);
+    // The snapshot iterator walks every possible CPU with bpf_loop() (Linux
+    // 5.17, e6f2dd0f8067), whose helper the kernel BTF names.
+    s.snapshot_iterator =
+        btf__find_by_name_kind(b, "bpf_loop", BTF_KIND_FUNC) >= 0;
     s.percpu = percpu_layout_of(b);
     s.preemption = read_preemption_model();
     s.tracepoints = true;
@@ -307,6 +311,8 @@ int BpfCapture::load_build(const CaptureOptions& options) {
   slots_map_ = skel->maps.slots;
   positions_map_ = skel->maps.positions;
   exited_map_ = skel->maps.exited;
+  snapshot_wanted_map_ = skel->maps.snapshot_wanted;
+  snapshot_program_ = skel->progs.snapshot_task;
   update_programs_ = {skel->progs.on_rss_stat, skel->progs.on_rss_stat_atomic,
                       skel->progs.on_add_mm_counter_fast};
   skel->rodata->self_tgid =
@@ -317,6 +323,7 @@ int BpfCapture::load_build(const CaptureOptions& options) {
   skel->rodata->pcpu_preempt_count = support_.percpu.preempt_count;
   skel->rodata->pcpu_current_task = support_.percpu.current_task;
   skel->rodata->pcpu_runqueues = support_.percpu.runqueues;
+  skel->rodata->possible_cpus = possible_cpus_;
   if (int err = bpf_map__set_max_entries(skel->maps.slots,
                                          possible_cpus_ * slots_per_cpu_))
     return err;
@@ -344,6 +351,11 @@ int BpfCapture::load_build(const CaptureOptions& options) {
                             !task_cache && support_.user_fault_hook);
   bpf_program__set_autoload(skel->progs.on_page_fault_kernel,
                             !task_cache && support_.kernel_fault_hook);
+  bpf_program__set_autoload(skel->progs.snapshot_task,
+                            support_.snapshot_iterator);
+  snapshot_problem_ = support_.snapshot_iterator
+                          ? ""
+                          : "the kernel has no bpf_loop helper (Linux 5.17)";
   return bpf_object__load_skeleton(skeleton_);
 }
 
@@ -356,6 +368,7 @@ int BpfCapture::load(const CaptureOptions& options) {
 }
 
 void BpfCapture::unload() {
+  snapshots_.reset();
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
   if (skel_) destroy_skel_(skel_);
@@ -379,8 +392,16 @@ int BpfCapture::attach() {
     bpf_object__for_each_program(p, obj_) {
       if (!bpf_program__autoload(p) || sees_creation(p) != creation) continue;
       bpf_link* link = bpf_program__attach(p);
+      // Without the iterator, mms joined mid-life wait for /proc instead.
+      if (!link && p == snapshot_program_) {
+        snapshot_problem_ = std::strerror(errno);
+        continue;
+      }
       if (!link) return -errno;
       links_.push_back(link);
+      if (p == snapshot_program_)
+        snapshots_ = std::make_unique<SnapshotIterator>(
+            bpf_link__fd(link), bpf_map__fd(snapshot_wanted_map_));
     }
   }
   return 0;
@@ -469,6 +490,12 @@ void BpfCapture::add_limits(const std::string& why_no_exits,
         "task exits are not recorded ({}): the per_task and lazy_percpu "
         "models miss thread exits, and reaped processes go unnamed",
         why_no_exits));
+  if (!snapshot_problem_.empty())
+    limits_.push_back(fmt::format(
+        "the snapshot iterator (iter/task) did not attach ({}): processes "
+        "older than the capture get exact values only from /proc, at a "
+        "quiet moment, and never before Linux 6.2",
+        snapshot_problem_));
   const bool task_cache = !support_.percpu_rss;
   // fentry programs that run preemptible, with nothing to hold preemption.
   std::vector<std::string> preemptible;

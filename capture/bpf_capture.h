@@ -12,6 +12,7 @@
 
 #include "bpf/rss_event.h"
 #include "capture/preemption_model.h"
+#include "capture/snapshot_iterator.h"
 #include "capture/stream_reader.h"
 #include "core/result.h"
 
@@ -100,6 +101,8 @@ struct CaptureSupport {
   // preemption off, where an fentry program could be preempted (before
   // 6.10: sync_mm_rss(), taskstats_exit()).
   bool kprobes = false;
+  // bpf_loop() (5.17): the snapshot iterator (bpf/snapshot.bpf.c) loads.
+  bool snapshot_iterator = false;
   // Offsets in the per-CPU section (.data..percpu) of the variables the
   // rss_stat program reads its CPU's preemption count by (bpf/rss_stat.bpf.c
   // learn_preempt_count()); all 0 when the kernel BTF lacks one of them.
@@ -184,6 +187,10 @@ class BpfCapture {
   const CaptureSupport& support() const { return support_; }
   // Records one CPU's stream holds when full.
   uint64_t stream_records() const { return streams_->slots_per_cpu(); }
+  // The snapshot iterator (bpf/snapshot.bpf.c), or null when it could not
+  // attach (snapshot_problem() says why).
+  SnapshotIterator* snapshots() { return snapshots_.get(); }
+  const std::string& snapshot_problem() const { return snapshot_problem_; }
 
  private:
   BpfCapture() = default;
@@ -196,6 +203,10 @@ class BpfCapture {
   bpf_object* obj_ = nullptr;
   bpf_map *slots_map_ = nullptr, *positions_map_ = nullptr;
   bpf_map* exited_map_ = nullptr;
+  bpf_map* snapshot_wanted_map_ = nullptr;
+  bpf_program* snapshot_program_ = nullptr;
+  std::unique_ptr<SnapshotIterator> snapshots_;
+  std::string snapshot_problem_;
   const exited_process* exited_table_ = nullptr;  // the map, mapped
   std::vector<bpf_program*> update_programs_;
   // Opens the build the kernel's kfuncs allow, with exit_hook_'s program,

@@ -17,7 +17,7 @@ DeltaReconstructor::~DeltaReconstructor() = default;
 // An update the capture did not time (rss_event.h) happened before the
 // latest time the stream has shown and after untimed_floor(); emission and
 // the models take the former, checks that need its earliest moment the
-// latter, quietness its arrival (quiet_since()).
+// latter.
 uint64_t DeltaReconstructor::start_of(const rss_event& e) const {
   return e.start_ns ? e.start_ns : watermark_ns_;
 }
@@ -37,18 +37,6 @@ uint64_t DeltaReconstructor::earliest_of(const rss_event& e) const {
 uint64_t DeltaReconstructor::untimed_floor() const {
   const uint64_t margin = 2 * options_.grace_ns + kLateSlackNs;
   return last_advance_ns_ > margin ? last_advance_ns_ - margin : 1;
-}
-
-// The latest a record of `st` may have been: an untimed one arrived before
-// the advance() after the one that preceded it.
-uint64_t DeltaReconstructor::quiet_since(const MmState& st) const {
-  if (!st.untimed) return st.last_end_ns;
-  uint64_t bound = prev_advance_ns_;
-  if (st.untimed_after_ns >= last_advance_ns_)
-    bound = UINT64_MAX / 4;  // no advance() since: not quiet
-  else if (st.untimed_after_ns >= prev_advance_ns_)
-    bound = last_advance_ns_;
-  return std::max(st.last_end_ns, bound);
 }
 
 DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
@@ -72,9 +60,7 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
   p.seq = pushed_++;
   p.fold = false;
   p.prev_fold = 0;
-  p.used_resync = false;
   p.chained = false;
-  p.cancelled = false;
   p.mm = nullptr;
   p.end_ns = end_ns;
   p.info = UpdateInfo{};
@@ -110,7 +96,6 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(const rss_event& e,
   st.from_zero = from_zero;
   st.count_known.fill(from_zero);
   st.synced.fill(from_zero);
-  st.unknown_slots.fill(from_zero ? 0 : options_.nr_cpus);
   std::array<SlotState, kMembers> initial;
   initial.fill(SlotState{0, from_zero});
   st.slots =
@@ -121,10 +106,6 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(const rss_event& e,
 }
 
 void DeltaReconstructor::retire(MmMap::iterator it, uint64_t end_ns) {
-  if (const uint32_t owner = it->second->owner_tgid; owner) {
-    const auto o = owned_.find(owner);
-    if (o != owned_.end() && o->second == it->first) owned_.erase(o);
-  }
   Pending& p = push(Pending::Type::kDestroyed, *it->second, end_ns);
   p.dead = std::move(it->second);
   if (last_mm_ == p.dead.get()) last_mm_ = nullptr;
@@ -202,10 +183,13 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
         push_life(st, LifeKind::kSecondUser, e);
         st.second_user = true;
       }
+      // Before 6.2 a snapshot's value adds up every task's cache: this
+      // one's from its birth (0).
+      if ((flags & CLONE_VM) && !st.snapshot_tasks.empty())
+        st.snapshot_tasks.push_back(e.tid);
       break;
     }
     case RSS_EV_EXEC: {
-      owner_gone(e.tgid, e.start_ns);
       mm_state(e, true, e.start_ns);
       // The old mm: from the task's NEW_TASK record or its updates (older
       // recordings carry it in aux). Unknown for a task from before the
@@ -222,11 +206,13 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
     case RSS_EV_EXIT:
       if (last_task_ && last_tid_ == e.tid) last_task_ = nullptr;
       forget_task(e.tid);
-      if (e.flags & RSS_EVF_GROUP_DEAD) owner_gone(e.tgid, e.start_ns);
       push_life(mm_state(e, false, e.start_ns), LifeKind::kTaskExit, e);
       break;
     case RSS_EV_CACHE_SYNC:
       on_cache_sync(e);
+      break;
+    case RSS_EV_SNAPSHOT:
+      on_snapshot(e);
       break;
     case RSS_EV_EXIT_MMAP: {
       const auto it = mms_.find(e.mm);
@@ -249,19 +235,6 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
 
 DeltaReconstructor::MmState& DeltaReconstructor::update_mm(const rss_event& e) {
   MmState& st = mm_state(e, e.flags & RSS_EVF_CREATING, start_of(e));
-  check_resync(st, earliest_of(e));
-  if (e.start_ns) {
-    st.last_end_ns = std::max(st.last_end_ns, end_of(e));
-  } else {
-    st.untimed = true;
-    st.untimed_after_ns = last_advance_ns_;
-  }
-  if ((e.flags & RSS_EVF_OWNER) && !st.owner_tgid) {
-    // The first owner's process shows this mm in /proc/PID/status until
-    // it execs or exits (a vfork child updating it comes later).
-    st.owner_tgid = e.tgid;
-    owned_[e.tgid] = e.mm;
-  }
   if (e.flags & RSS_EVF_OWNER) {
     note_running(st, e);
     infer_second_user(st, e);
@@ -350,30 +323,14 @@ void DeltaReconstructor::on_update(const rss_event& e) {
                  uint64_t{e.start_ns ? e.start_ns : fold_start_watermark_ns_});
   }
 
-  // A resynced member whose one unknown left is this record's: the sum of
-  // the unknowns is that very slot (or `count`).
-  if (st.synced[m] && (!slot.known || !st.count_known[m]) &&
-      st.unknown_slots[m] + !st.count_known[m] == 1) {
-    if (!slot.known) {
-      slot.value = static_cast<int32_t>(st.unknown_sum[m]);
-      slot.known = true;
-      --st.unknown_slots[m];
-    } else {
-      st.count[m] = st.unknown_sum[m];
-      st.count_known[m] = true;
-    }
-    st.unknown_sum[m] = 0;
-    p.used_resync = st.resync_pending;
-  }
   int64_t delta = 0;
   if (!slot.known || !st.count_known[m]) {
     // Joined mid-life: this event only sets the baseline of its slot; the
-    // member's value is unknown until a resync.
+    // member's value is unknown until a snapshot.
     p.info.fidelity = Fidelity::kNoBaseline;
     st.synced[m] = false;
     if (!st.count_known[m] || e.slot == 0) st.count[m] = e.aux;
     st.count_known[m] = true;
-    if (!slot.known) --st.unknown_slots[m];
   } else if (e.slot != 0) {
     // No fold (a fold leaves the slot at zero): the slot moved by delta.
     delta = int64_t{e.slot} - slot.value;
@@ -433,127 +390,12 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     slot.suspect = false;
     flag_ambiguous(p.info);
   }
+  check_snapped(slot, p, e.slot);
   if (unlocked_add(e)) on_unlocked_add(p, st, task_since);
   slot.value = e.slot;
   slot.known = true;
   slot.after_ns = earliest_of(e);
   p.update.delta = static_cast<int32_t>(delta);
-}
-
-void DeltaReconstructor::owner_gone(uint32_t tgid, uint64_t start_ns) {
-  const auto it = owned_.find(tgid);
-  if (it == owned_.end()) return;
-  if (const auto mm = mms_.find(it->second); mm != mms_.end()) {
-    check_resync(*mm->second, start_ns);
-    mm->second->owner_tgid = 0;
-  }
-  owned_.erase(it);
-}
-
-void DeltaReconstructor::check_resync(MmState& st, uint64_t start_ns) {
-  // The add precedes its record's start by up to an interrupt's length.
-  if (st.resync_pending && start_ns <= st.resync_read_end_ns + kLateSlackNs)
-    cancel_resync(st);
-}
-
-void DeltaReconstructor::cancel_resync(MmState& st) {
-  ++stats_.resyncs_cancelled;
-  st.resync_pending = false;
-  for (int m = 0; m < kMembers; ++m)
-    if (st.resync_members >> m & 1) st.synced[m] = false;
-  st.next_resync_ns = st.resync_read_end_ns + 100'000'000;
-  const uint64_t head_seq = pushed_ - size_;
-  if (st.resync_seq < head_seq) {
-    // Already emitted (cannot happen while grace_ns exceeds the slack):
-    // take the values back.
-    ++stats_.late_overlaps;
-    Pending& p = push(Pending::Type::kBaseline, st, st.last_end_ns);
-    p.baseline_members = st.resync_members;
-    p.baseline.fill(std::nullopt);
-    return;
-  }
-  for (size_t i = st.resync_seq - head_seq; i < size_; ++i) {
-    Pending& p = at(i);
-    if (p.mm != &st) continue;
-    if (p.type == Pending::Type::kBaseline) p.cancelled = true;
-    if (p.type == Pending::Type::kUpdate && p.used_resync)
-      p.info.fidelity = Fidelity::kNoBaseline;
-  }
-}
-
-ResyncResult DeltaReconstructor::resync(
-    uint64_t addr, uint32_t tgid,
-    const std::array<std::optional<int64_t>, kMembers>& pages,
-    uint64_t read_start_ns, uint64_t read_end_ns) {
-  ++stats_.resyncs_offered;
-  const auto reject = [&](ResyncResult r) {
-    ++stats_.resyncs_rejected;
-    return r;
-  };
-  MmState* found = live_mm(addr);
-  if (!found || !tgid || found->owner_tgid != tgid)
-    return reject(ResyncResult::kUnknownMm);
-  MmState& st = *found;
-  if (st.resync_pending ||
-      quiet_since(st) + max_span_ns_ + kLateSlackNs >= read_start_ns) {
-    st.next_resync_ns = read_end_ns + 10'000'000;
-    return reject(ResyncResult::kNotQuiet);
-  }
-  std::array<int64_t, kMembers> unknown{};
-  uint8_t members = 0;
-  for (int m = 0; m < kMembers; ++m) {
-    if (st.synced[m] || !pages[m]) continue;
-    int64_t known = st.count_known[m] ? st.count[m] : 0;
-    for (uint32_t c = 0; c < options_.nr_cpus; ++c) {
-      const SlotState& slot = st.slots.get(c)[m];
-      if (slot.known) known += slot.value;
-    }
-    unknown[m] = *pages[m] - known;
-    const uint32_t unknowns = st.unknown_slots[m] + !st.count_known[m];
-    // Nothing unknown: the stream alone must give the same value. One slot
-    // unknown: it is within (-batch, batch).
-    if ((unknowns == 0 && unknown[m] != 0) ||
-        (unknowns == 1 && st.count_known[m] &&
-         std::llabs(unknown[m]) >= options_.batch)) {
-      st.next_resync_ns = read_end_ns + 100'000'000;
-      return reject(ResyncResult::kInconsistent);
-    }
-    members |= uint8_t(1u << m);
-  }
-  if (!members) return ResyncResult::kNotNeeded;
-  Pending& p = push(Pending::Type::kBaseline, st, read_end_ns);
-  p.baseline_members = members;
-  for (int m = 0; m < kMembers; ++m) {
-    if (!(members >> m & 1)) continue;
-    st.synced[m] = true;
-    st.unknown_sum[m] = unknown[m];
-    p.baseline[m] = pages[m];
-  }
-  st.resync_pending = true;
-  resyncing_.push_back(st.key);
-  st.resync_seq = p.seq;
-  st.resync_read_end_ns = read_end_ns;
-  st.resync_members = members;
-  return ResyncResult::kOffered;
-}
-
-std::vector<ResyncCandidate> DeltaReconstructor::resync_candidates(
-    uint64_t now_ns, uint64_t quiet_ns, size_t max) const {
-  std::vector<ResyncCandidate> out;
-  for (const auto& [addr, st] : mms_) {
-    if (out.size() >= max) break;
-    // A loss since it was looked at voided it (catch_up()): every member
-    // unknown, no back-off, no resync pending.
-    const bool voided = stale(*st);
-    if (!st->owner_tgid || (!voided && st->resync_pending) ||
-        st->task_cache || quiet_since(*st) + quiet_ns > now_ns ||
-        (!voided && st->next_resync_ns > now_ns))
-      continue;
-    bool all = !voided;
-    for (int m = 0; m < kMembers; ++m) all &= st->synced[m];
-    if (!all) out.push_back({addr, st->owner_tgid});
-  }
-  return out;
 }
 
 void DeltaReconstructor::forget_task(uint32_t tid) {
@@ -564,8 +406,7 @@ void DeltaReconstructor::forget_task(uint32_t tid) {
   if (const uint8_t syncing = it->second.syncing) {
     MmState* mm = live_mm(it->second.syncing_mm);
     for (int m = 0; m < kMembers && mm; ++m)
-      if (syncing >> m & 1 && mm->folds_announced[m])
-        --mm->folds_announced[m];
+      if (syncing >> m & 1 && mm->folds_announced[m]) --mm->folds_announced[m];
   }
   tasks_.erase(it);
 }
@@ -608,26 +449,29 @@ void DeltaReconstructor::catch_up(MmState& st) {
   st.slots.fill({});  // every slot unknown
   st.count_known.fill(false);
   st.synced.fill(false);
-  st.unknown_slots.fill(options_.nr_cpus);
   st.unexplained_end.fill(0);
-  st.next_resync_ns = 0;
+  st.next_snapshot_ns = 0;
+  st.snapshot_tasks.clear();
+  st.awaiting_caches = false;
   st.loss_epoch = loss_epoch_;
 }
 
 void DeltaReconstructor::on_loss() {
   ++stats_.losses;
-  // A resync whose read a lost record may have overlapped is not to be
-  // trusted; every other mm is voided when next looked at (catch_up()),
-  // and the sink hears of the loss once.
-  for (const MmKey& key : resyncing_) {
-    const auto it = mms_.find(key.addr);
-    if (it != mms_.end() && it->second->key == key &&
-        it->second->resync_pending)
-      cancel_resync(*it->second);
-  }
-  resyncing_.clear();
+  // Every mm is voided when next looked at (catch_up()), and the sink
+  // hears of the loss once.
   ++loss_epoch_;
   push(Pending::Type::kLoss, watermark_ns_);
+}
+
+bool DeltaReconstructor::end_unseen(const MmKey& key) {
+  const auto it = mms_.find(key.addr);
+  if (it == mms_.end() || !(it->second->key == key)) return false;
+  Pending& p = push(Pending::Type::kLife, *it->second, watermark_ns_);
+  p.life = LifeEvent{LifeKind::kMmExit, 0, 0};
+  retire(it, watermark_ns_);
+  ++stats_.ended_unseen;
+  return true;
 }
 
 void DeltaReconstructor::on_drops(uint64_t total) {
@@ -691,10 +535,7 @@ void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns,
 }
 
 void DeltaReconstructor::advance(uint64_t now_ns, ReconstructorSink& sink) {
-  if (now_ns > last_advance_ns_) {
-    prev_advance_ns_ = last_advance_ns_;
-    last_advance_ns_ = now_ns;
-  }
+  if (now_ns > last_advance_ns_) last_advance_ns_ = now_ns;
   if (now_ns > watermark_ns_) watermark_ns_ = now_ns;
   emit_ready(sink, false);
 }
@@ -778,14 +619,9 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
       sink.on_mm_destroyed(st.key);
       break;
     case Pending::Type::kBaseline:
-      if (st.resync_pending && st.resync_seq == p.seq)
-        st.resync_pending = false;  // no later record can overlap its read
-      if (p.cancelled) break;
-      if (p.baseline[0] || p.baseline[1] || p.baseline[2] || p.baseline[3])
-        ++stats_.resyncs_applied;
       for (int m = 0; m < kMembers; ++m)
         if (p.baseline_members >> m & 1)
-          sink.on_baseline(st.key, m, p.baseline[m]);
+          sink.on_baseline(st.key, m, p.baseline[m], p.baseline_count[m]);
       break;
   }
 }

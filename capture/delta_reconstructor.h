@@ -14,19 +14,14 @@
 // Absolute values. An mm seen from its creation starts with every counter
 // and slot at 0, so the sum of its deltas is its exact value. An mm that
 // existed before the capture (or any mm after a capture loss) does not:
-// the slots of CPUs it has not updated on since are unknown, and so is its
-// value. It is resynchronised from a precise value the kernel computes
-// itself, /proc/PID/status (count + every slot, docs/kernel.md), read by the
-// daemon (capture/mm_resync.h) at a moment the stream proves quiescent: no
-// record of the mm, nor an exec or exit of its owner, around the read. Why
-// /proc and not a BPF read of every slot at the mm's first update: it adds
-// nothing to the per-event BPF cost (no per-mm "seen" lookup in the hot
-// path) and needs no per-CPU loop in the verifier, and a quiescent read has
-// no race with an update in flight on another CPU. The price: a busy mm
-// waits for a quiet moment, and on a large machine the first update on a CPU
-// the mm had not used since the baseline, when more than one slot is still
-// unknown, loses the value again until the next quiet moment (the sum of the
-// unknown slots is known, not each of them).
+// the slots of CPUs it has not updated on since are unknown (before 6.2,
+// its tasks' caches), and so is its value. The snapshot iterator
+// (bpf/snapshot.bpf.c, capture/snapshot_baseline.cc) reads them all at a
+// place in the record sequence; from there the stream keeps the value
+// exact, even while the mm's threads update it during the read
+// (docs/kernel.md, "Baselines of mms older than the capture"). Why not a
+// read at the mm's first update in the update program: a per-mm "seen"
+// lookup and a loop over every CPU in the hot path, paid by every update.
 #pragma once
 
 #include <array>
@@ -37,6 +32,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "capture/counter_snapshot.h"
 #include "core/schemes/per_cpu_array.h"
 #include "core/schemes/update.h"
 
@@ -112,12 +108,16 @@ class ReconstructorSink {
     on_life(mm, sync);
   }
   // The exact value of `member` at this point of the stream: `pages` once
-  // established from a precise source (a resync), nullopt when it stops
-  // being known (a cancelled resync). An update flagged kNoBaseline also
-  // means the member's value is unknown from there on.
+  // established from a precise source (a snapshot), nullopt when it stops
+  // being known. An update flagged
+  // kNoBaseline also means the member's value is unknown from there on.
+  // `kernel_count`: what the kernel's approximate readers see of the
+  // member here, when the source read it (a snapshot), for a member the
+  // stream has not shown since the audit joined.
   virtual void on_baseline(const MmKey& mm, int member,
-                           std::optional<int64_t> pages) {
-    (void)mm, (void)member, (void)pages;
+                           std::optional<int64_t> pages,
+                           std::optional<int64_t> kernel_count) {
+    (void)mm, (void)member, (void)pages, (void)kernel_count;
   }
   // Records were lost here: which mm lost an update is unknown, so from
   // this point no mm's exact value, nor the kernel's count of any of its
@@ -189,6 +189,7 @@ struct ReconstructorStats {
   // ReconstructorOptions::max_mms.
   uint64_t over_mm_limit = 0;
   uint64_t mms_destroyed = 0;
+  uint64_t ended_unseen = 0;  // of them, by end_unseen()
   uint64_t losses = 0;  // records flagged RSS_EVF_AFTER_LOSS, or on_loss()
   // Held-back events let out before their grace period because the queue
   // reached ReconstructorOptions::max_pending (a drain far behind): an
@@ -196,24 +197,20 @@ struct ReconstructorStats {
   uint64_t forced_emits = 0;
   // Mms joined mid-life found to have a second user (two tasks updating).
   uint64_t inferred_second_users = 0;
-  uint64_t resyncs_offered = 0;
-  uint64_t resyncs_applied = 0;    // emitted as baselines
-  uint64_t resyncs_rejected = 0;   // not quiet, unknown mm, inconsistent
-  uint64_t resyncs_cancelled = 0;  // a record showed the mm was not quiet
-};
-
-// An mm whose value is not known, owned by a process that has been quiet.
-struct ResyncCandidate {
-  uint64_t addr = 0;
-  uint32_t tgid = 0;
-};
-
-enum class ResyncResult : uint8_t {
-  kOffered,       // held like a record; cancelled if a later one conflicts
-  kNotNeeded,     // every member already known
-  kUnknownMm,     // no such mm, or `tgid` no longer owns it
-  kNotQuiet,      // updated during (or just before) the read
-  kInconsistent,  // the values contradict what the stream knows
+  // Snapshots (bpf/snapshot.bpf.c): records placing one, of them those the
+  // iterator wrote no values for (read again later, or never read: a
+  // queue of snapshots is not attached, as in a replay), the members they
+  // made known, those whose counters moved during the read (a fold or
+  // an atomic add: tried again later), and the first update per CPU after
+  // one whose add the snapshot may already hold (flagged ambiguous: its
+  // delta is not known, the value after it is). Before 6.2, caches found
+  // different from what the stream had tracked (should stay 0).
+  uint64_t snapshots = 0;
+  uint64_t snapshots_unread = 0;
+  uint64_t snapshot_members = 0;
+  uint64_t snapshot_raced = 0;
+  uint64_t snapshot_absorbed = 0;
+  uint64_t snapshot_mismatches = 0;
 };
 
 class DeltaReconstructor {
@@ -232,19 +229,11 @@ class DeltaReconstructor {
   // Emits everything held back (end of a recording, shutdown).
   void flush(ReconstructorSink& sink);
 
-  // Precise values of the mm at `addr` (pages per member; nullopt: not
-  // read), read from /proc/`tgid`/status between `read_start_ns` and
-  // `read_end_ns` (CLOCK_MONOTONIC). Call right after a drain, before the
-  // next: a record drained later that started before the read ended (plus
-  // a slack) cancels it.
-  ResyncResult resync(uint64_t addr, uint32_t tgid,
-                      const std::array<std::optional<int64_t>, kMembers>& pages,
-                      uint64_t read_start_ns, uint64_t read_end_ns);
-  // Up to `max` mms with a member of unknown value whose owner is known and
-  // whose last record ended more than `quiet_ns` before `now_ns`.
-  std::vector<ResyncCandidate> resync_candidates(uint64_t now_ns,
-                                                 uint64_t quiet_ns,
-                                                 size_t max) const;
+  // The mm `key` ended unseen: its process is gone (the daemon's sampling
+  // found it so twice) though no exit_mmap record came, lost with other
+  // records. Ended here as that record would have ended it; false when
+  // it is not live (its record came after all).
+  bool end_unseen(const MmKey& key);
   // Records were lost here: nothing about any mm is known any more (which
   // mm lost an update is unknown). Records flagged RSS_EVF_AFTER_LOSS call
   // it, and on_drops() when no such record says where the loss was.
@@ -255,6 +244,14 @@ class DeltaReconstructor {
   // in the drain was placed by it already; voiding again would throw away
   // what the records after it re-established.
   void on_drops(uint64_t total);
+
+  // Where the values of RSS_EV_SNAPSHOT records are (null: none, and such
+  // records are counted and skipped). Not owned.
+  void read_snapshots_from(SnapshotQueue* queue) { snapshots_ = queue; }
+  // Up to `max` live mms with a member of unknown value, for the snapshot
+  // iterator to read: not retried before `retry_ns` after a snapshot of
+  // them that did not make every member known.
+  std::vector<uint64_t> snapshot_candidates(uint64_t now_ns, size_t max) const;
 
   const ReconstructorStats& stats() const { return stats_; }
   size_t live_mms() const { return mms_.size(); }
@@ -292,6 +289,9 @@ class DeltaReconstructor {
     // An unlocked add may have gone into this slot since its CPU's last
     // record: its next record is flagged.
     bool suspect = false;
+    // Set by a snapshot, which may hold this CPU's next add already: its
+    // next record is flagged if it shows the slot unmoved.
+    bool snapped = false;
   };
   struct MmState {
     MmKey key;
@@ -300,39 +300,22 @@ class DeltaReconstructor {
     // (catch_up()), so a loss costs O(1) however many mms live.
     uint64_t loss_epoch = 0;
     bool from_zero = false;
-    uint32_t owner_tgid = 0;  // of its first owner update (0: none yet)
     // A second user (a thread) was seen: its clone, or, for an mm joined
     // mid-life whose clones came before the capture, owner updates by a
     // second task (the lazy schemes activate on it). `first_user_tid`: the
     // task of its first owner update.
     bool second_user = false;
     uint32_t first_user_tid = 0;
-    uint64_t last_end_ns = 0;  // end of its latest timed record
-    // An untimed record came (rss_event.h), after the advance() at this time.
-    bool untimed = false;
-    uint64_t untimed_after_ns = 0;
-    uint64_t next_resync_ns = 0;  // back-off after a failed resync
-    // Counted by a kernel before 6.2: /proc shows only its atomics, so no
-    // resync from it.
+    // Counted by a kernel before 6.2 (atomics and per-task caches).
     bool task_cache = false;
     // Per member, before 6.2: an atomic add was overtaken, so the delta of
     // the next one of the member is not known to follow it; and how many
     // tasks announced a fold whose record has not come.
     std::array<bool, kMembers> suspect_next{};
     std::array<uint8_t, kMembers> folds_announced{};
-    // Per member: the value is known (seen from zero, or resynced since the
-    // last unknown delta). While known, `unknown_sum` holds the sum of what
-    // is still unknown: the slots of CPUs not seen since, and `count` when
-    // no record of the member was seen yet.
+    // Per member: the value is known (seen from zero, or since a
+    // snapshot, and no unknown delta since).
     std::array<bool, kMembers> synced{};
-    std::array<int64_t, kMembers> unknown_sum{};
-    std::array<uint32_t, kMembers> unknown_slots{};
-    // A resync not yet emitted: its queue sequence number, its read end,
-    // the members it made known.
-    bool resync_pending = false;
-    uint64_t resync_seq = 0;
-    uint64_t resync_read_end_ns = 0;
-    uint8_t resync_members = 0;
     // Per member: the sum of the folds attributed so far, i.e. the kernel's
     // `count` once every fold before now has arrived.
     std::array<int64_t, kMembers> count{};
@@ -351,6 +334,14 @@ class DeltaReconstructor {
     // add that came too late to flag what it upset.
     std::array<uint64_t, kMembers> emitted_update_end{};
     std::array<uint32_t, kMembers> emitted_update_task{};
+    // Snapshots: not asked for again before this time; before 6.2, the
+    // pass that last read the mm's tasks, those tasks and the ones cloned
+    // into it since (whose caches add up to the value), and whether the
+    // value waits for one of their caches to become known (a sync).
+    uint64_t next_snapshot_ns = 0;
+    uint64_t snapshot_pass = 0;
+    std::vector<uint32_t> snapshot_tasks;
+    bool awaiting_caches = false;
     // The last task updating the mm that is not its owner (khugepaged, a
     // fork's parent) and when its next add may start: as TaskState's.
     uint32_t other_tid = 0;
@@ -374,17 +365,15 @@ class DeltaReconstructor {
     bool fold = false;  // kUpdate whose slot came back to zero
     // A fold: seq + 1 of the previous fold of its mm and member (0: none).
     uint64_t prev_fold = 0;
-    // kUpdate whose delta needed a resync still pending: flagged if that
-    // resync is cancelled.
-    bool used_resync = false;
     // Before 6.2, a kUpdate or kCacheFold that moved its atomic: its
     // delta (or the fold's check) is the atomic's move since the previous
     // one in the stream.
     bool chained = false;
-    bool cancelled = false;        // kBaseline: not emitted
     uint8_t baseline_members = 0;  // kBaseline: members it sets
     uint64_t seq = 0;
     std::array<std::optional<int64_t>, kMembers> baseline{};
+    // kBaseline from a snapshot: the kernel's count of each member.
+    std::array<std::optional<int64_t>, kMembers> baseline_count{};
     MmState* mm = nullptr;
     uint64_t end_ns = 0;
     Update update;
@@ -402,7 +391,6 @@ class DeltaReconstructor {
   uint64_t end_of(const rss_event& e) const;
   uint64_t earliest_of(const rss_event& e) const;
   uint64_t untimed_floor() const;
-  uint64_t quiet_since(const MmState& st) const;
   void on_update(const rss_event& e);
   // The state of an UPDATE record's mm, with its timing and owner noted.
   MmState& update_mm(const rss_event& e);
@@ -421,6 +409,20 @@ class DeltaReconstructor {
   void push_correction(const rss_event& e, MmState& st, int64_t rest);
   void push_cache_correction(const rss_event& e, MmState& st, int m,
                              int64_t delta);
+  // An RSS_EV_SNAPSHOT record (capture/snapshot_baseline.cc): the values
+  // the iterator read there, since 6.2 of an mm's counters, before of one
+  // task's cache; with no mm, the end of a pass.
+  void on_snapshot(const rss_event& e);
+  void apply_percpu_snapshot(MmState& st, const CounterSnapshot& s,
+                             const rss_event& e);
+  void apply_task_snapshot(MmState& st, const CounterSnapshot& s,
+                           const rss_event& e);
+  // Before 6.2: the members whose atomic and every task's cache are known
+  // get their baseline here; `awaiting_caches` says whether one waits.
+  void complete_task_snapshot(MmState& st, uint64_t time_ns);
+  // The first record of a slot a snapshot set: flagged when it shows the
+  // slot unmoved (its add may be in the snapshot already).
+  void check_snapped(SlotState& slot, Pending& p, int32_t slot_after);
   // Drops a task's state at its exit.
   void forget_task(uint32_t tid);
   // Applies the losses since the state was last looked at: every slot and
@@ -434,12 +436,6 @@ class DeltaReconstructor {
   bool stale(const MmState& st) const { return st.loss_epoch != loss_epoch_; }
   // The mm at `addr` if alive, brought up to date; else null.
   MmState* live_mm(uint64_t addr);
-  // A record of `st` (or of its owner's life) that started at `start_ns`:
-  // cancels a pending resync whose read it may have overlapped.
-  void check_resync(MmState& st, uint64_t start_ns);
-  void cancel_resync(MmState& st);
-  // The owner `tgid` execs or exits: /proc/tgid no longer shows its mm.
-  void owner_gone(uint32_t tgid, uint64_t start_ns);
   void push_life(MmState& mm, LifeKind kind, const rss_event& e);
   // For an mm joined mid-life: an owner update by a second task, whose
   // clone came before the capture, is its second user.
@@ -481,18 +477,20 @@ class DeltaReconstructor {
   // takes its sequence number, so every later record in the sequence was
   // reserved after this moment (an untimed record's task was past it).
   uint64_t fold_start_watermark_ns_ = 0;
-  // The latest two advance() times: they bound untimed records.
-  uint64_t last_advance_ns_ = 0, prev_advance_ns_ = 0;
+  // The latest advance() time: it bounds untimed records.
+  uint64_t last_advance_ns_ = 0;
   uint64_t max_span_ns_ = 0;  // longest record window seen
   // How far before its record another task's fold may land (measured here:
   // up to ~0.3 us; an interrupt can take longer).
   static constexpr uint64_t kLateSlackNs = 2'000;
+  // An mm a snapshot did not make wholly known is not asked for again
+  // before this (a fold raced it; before 6.2 a task ran during it).
+  static constexpr uint64_t kSnapshotRetryNs = 1'000'000'000;
   MmMap mms_;
   std::unordered_map<uint32_t, TaskState> tasks_;  // by tid
   TaskState* last_task_ = nullptr;  // of the last owner update, tid below
   uint32_t last_tid_ = 0;
   MmState* last_mm_ = nullptr;  // the last looked up: records come in runs
-  std::unordered_map<uint32_t, uint64_t> owned_;  // owner tgid -> mm addr
   // Per CPU, the mm of its latest owner update: the mm it runs, as far as
   // the stream shows (the capture has no hook on context switches).
   std::vector<MmKey> cpu_mm_;
@@ -505,9 +503,10 @@ class DeltaReconstructor {
   uint64_t drops_seen_ = 0;    // the drop counter at the last on_drops()
   bool flagged_loss_ = false;  // a record flagged after a loss since then
   uint64_t loss_epoch_ = 0;    // losses so far (on_loss())
-  // Mms with a resync offered since the last loss, which a loss cancels:
-  // a lost record may have overlapped its read.
-  std::vector<MmKey> resyncing_;
+  SnapshotQueue* snapshots_ = nullptr;
+  // Before 6.2: the pass under way and the mms whose tasks it has read.
+  uint64_t snapshot_pass_ = 1;
+  std::vector<MmKey> pass_mms_;
 };
 
 }  // namespace rssaudit

@@ -5,20 +5,19 @@
 namespace rssaudit {
 
 LiveAudit::LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
-                     uint64_t page_size, uint64_t max_poll_ns,
-                     bool status_precise)
+                     uint64_t max_poll_ns)
     : capture_(std::move(capture)),
       reconstructor_(ReconstructorOptions{
           .nr_cpus = capture_->possible_cpus(),
           .batch = batch,
           .preemptible = capture_->support().preempts_in_kernel()}),
-      resync_(MmResyncOptions{.page_size = page_size,
-                              .status_precise = status_precise}),
       // A drain should find at most a quarter of a stream.
       pacing_{1'000'000, max_poll_ns, capture_->stream_records() / 4},
       last_drain_ns_(monotonic_ns()),
       caught_up_ns_(last_drain_ns_),
-      next_poll_ns_(max_poll_ns) {}
+      next_poll_ns_(max_poll_ns) {
+  reconstructor_.read_snapshots_from(&passes_.queue());
+}
 
 uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   // Before the poll reads the streams' heads: every record published
@@ -26,6 +25,9 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   // let out what it holds up to it. With the time after the poll, at 2 M
   // records/s its queue grew to a whole stream and records were lost.
   const uint64_t polled_ns = monotonic_ns();
+  // Its records are in the streams before the poll below reads them.
+  if (SnapshotIterator* iterator = capture_->snapshots())
+    passes_.step(*iterator, reconstructor_, polled_ns, caught_up_);
   const auto n =
       static_cast<uint64_t>(capture_->poll(polled_ns, [&](const rss_event& e) {
         reconstructor_.on_event(e, sink);
@@ -36,10 +38,10 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   // the poll emptied the streams: not if it stopped at its slice's end,
   // nor at a record still being written (which may have started before
   // polled_ns, its CPU taken from it mid-program). Until then the
-  // reconstructor waits, and /proc is not read against a stream behind it.
+  // reconstructor waits, and no snapshot pass starts.
   const bool behind = n >= BpfCapture::kMaxPerPoll;
-  const bool caught_up = !behind && !capture_->held_back();
-  if (caught_up) {
+  caught_up_ = !behind && !capture_->held_back();
+  if (caught_up_) {
     reconstructor_.advance(polled_ns, sink);
     caught_up_ns_ = polled_ns;
   }
@@ -47,7 +49,6 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   next_poll_ns_ =
       behind ? 0 : rssaudit::next_poll_ns(pacing_, n, now - last_drain_ns_);
   last_drain_ns_ = now;
-  if (caught_up) resync_.run(reconstructor_, polled_ns);
   return n;
 }
 

@@ -10,8 +10,8 @@
 
 #include "capture/bpf_capture.h"
 #include "capture/delta_reconstructor.h"
-#include "capture/mm_resync.h"
 #include "capture/poll_pacing.h"
+#include "capture/snapshot_passes.h"
 
 namespace rssaudit {
 
@@ -19,21 +19,24 @@ class LiveAudit {
  public:
   // `batch`: the kernel's percpu_counter batch of mm->rss_stat. `max_poll_ns`:
   // the longest sleep between drains next_poll_ns() advises.
-  // `status_precise`: /proc/PID/status reads the precise RSS here, as
-  // probe_reader_precision() measured; else no mm is resynchronised from it.
   LiveAudit(std::unique_ptr<BpfCapture> capture, int32_t batch,
-            uint64_t page_size, uint64_t max_poll_ns, bool status_precise);
+            uint64_t max_poll_ns);
 
   // Hands the records published so far, at most one slice
   // (BpfCapture::kMaxPerPoll), through the reconstructor to `sink`, lets
-  // out what every CPU has shown to be complete, and offers /proc
-  // baselines of quiet mms. No allocation per record; returns the records
+  // out what every CPU has shown to be complete, and runs a part of a
+  // snapshot pass (SnapshotPasses) for the mms whose values are unknown,
+  // placed before the poll. No allocation per record; returns the records
   // taken. A drain that left records behind asks to be called again at
   // once (next_poll_ns() 0): the caller's loop serves its other work
   // between slices, however far behind the capture is.
   uint64_t drain(ReconstructorSink& sink);
   // The end of the stream: every update still held back goes to `sink`.
   void flush(ReconstructorSink& sink) { reconstructor_.flush(sink); }
+  // An mm whose process is gone though its exit_mmap record never came
+  // (DeltaReconstructor::end_unseen()); its end reaches the sink with the
+  // next drain.
+  bool end_unseen(const MmKey& key) { return reconstructor_.end_unseen(key); }
 
   // How long to sleep before the next drain, from the last drain's rate;
   // 0 while behind.
@@ -51,16 +54,18 @@ class LiveAudit {
 
   const BpfCapture& capture() const { return *capture_; }
   const ReconstructorStats& stats() const { return reconstructor_.stats(); }
+  const SnapshotPassStats& snapshot_stats() const { return passes_.stats(); }
 
  private:
   std::unique_ptr<BpfCapture> capture_;
   DeltaReconstructor reconstructor_;
-  MmResync resync_;
+  SnapshotPasses passes_;
   const PollPacing pacing_;
   uint64_t records_ = 0;
   uint64_t last_drain_ns_;
   uint64_t caught_up_ns_;  // when the last drain that emptied the streams
                            // began (or construction)
+  bool caught_up_ = true;  // the last drain emptied them
   uint64_t next_poll_ns_;
 };
 

@@ -34,8 +34,13 @@ void DeltaReconstructor::on_cache_sync(const rss_event& e) {
     task.syncing_mm = e.mm;
     ++mm_state(e, false, start_of(e)).folds_announced[m];
   }
-  // Four records, in member order: after the last the whole cache is known.
-  if (m == kMembers - 1) task.cache_known = true;
+  // Four records, in member order: after the last the whole cache is known,
+  // which may complete a snapshot of its mm.
+  if (m == kMembers - 1) {
+    task.cache_known = true;
+    if (MmState* mm = live_mm(e.mm); mm && mm->awaiting_caches)
+      complete_task_snapshot(*mm, end_of(e));
+  }
 }
 
 void DeltaReconstructor::on_task_cache_update(const rss_event& e) {

@@ -22,7 +22,8 @@ namespace {
 using nlohmann::json;
 
 // Values that are absolute only for a process seen from its creation (or
-// resynced from /proc): for one the daemon joined mid-life the sum of the
+// since a snapshot of its counters): for one the daemon joined mid-life the
+// sum of the
 // updates it saw is not the RSS, and showing it would be a made-up number.
 std::optional<int64_t> exact_of(const LiveProcess& p) {
   return p.from_zero ? std::optional(p.exact_rss) : std::nullopt;
@@ -191,7 +192,8 @@ void run_top_live(const LiveOptions& live, const QueryOptions& query,
         "after\n");
   if (joined)
     fmt::print(
-        "-: exact RSS unknown until a resync, or a counter not updated yet\n");
+        "-: exact RSS unknown until a snapshot, or a counter not updated "
+        "yet\n");
   if (nameless > 0)
     fmt::print("({} processes without a name yet not listed)\n", nameless);
 }
@@ -237,7 +239,9 @@ void run_show_live(const LiveOptions& live, const QueryOptions& query,
         "/proc/PID/stat,\nexact from /proc/PID/status read right after{}\n",
         p.from_zero ? "" : " (not precise on this kernel: exact unknown)");
   else if (!p.from_zero)
-    fmt::print("joined mid-life, not yet resynced: exact RSS unknown\n");
+    fmt::print(
+        "joined mid-life, no snapshot of its counters yet: exact RSS "
+        "unknown\n");
   fmt::print("{} updates, {} flagged; fidelity {}\n\n", p.updates, p.flagged,
              fidelity_text(p.fidelity_matched, p.fidelity_checked));
   const std::optional<double> ratio = ratio_of(p);

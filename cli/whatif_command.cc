@@ -91,9 +91,9 @@ class SchemeReports : public ReconstructorSink {
                      const UpdateInfo& info) override {
     pipeline_.on_cache_fold(mm, sync, info);
   }
-  void on_baseline(const MmKey& mm, int member,
-                   std::optional<int64_t> pages) override {
-    pipeline_.on_baseline(mm, member, pages);
+  void on_baseline(const MmKey& mm, int member, std::optional<int64_t> pages,
+                   std::optional<int64_t> kernel_count) override {
+    pipeline_.on_baseline(mm, member, pages, kernel_count);
   }
   void on_loss() override { pipeline_.on_loss(); }
 
@@ -150,7 +150,7 @@ nlohmann::json mm_json(const MmReport& r,
       {"flagged", m.flagged},
       {"exact_rss_pages", m.exact_rss},
       // Unknown (null) without an absolute value: the mm existed before
-      // the capture and was not resynced from /proc (always so in a
+      // the capture and no snapshot made it known (always so in a
       // recording).
       {"peak_rss_pages",
        m.absolute ? nlohmann::json(m.peak_rss) : nlohmann::json(nullptr)},
@@ -324,10 +324,6 @@ void whatif_live(const WhatifOptions& o) {
   StreamSource s;
   s.kind = "live";
   s.name = fmt::format("pid {} ({})", o.pid, comm_of(sampler, o.pid));
-  // Measured before the capture, as rssauditd does: an mm already running
-  // gets its absolute value from status only where status is precise.
-  const bool status_precise =
-      probe_reader_precision().status == ReaderVerdict::kPrecise;
   CaptureOptions co;
   co.target_tgid = o.pid;
   Result<std::unique_ptr<BpfCapture>, CaptureError> capture =
@@ -338,7 +334,7 @@ void whatif_live(const WhatifOptions& o) {
   s.models = models_for(o, s.header, s.models_as_recorded);
   SchemeReports audit(s.models, o.pid);
   LiveAudit live(std::move(capture).value(), s.header.percpu_batch,
-                 s.header.page_size, kLivePollNs, status_precise);
+                 kLivePollNs);
   // Said once the programs are attached: what follows is captured.
   fmt::print(stderr, "rssaudit: auditing {} for up to {} s; SIGINT stops\n",
              s.name, o.duration_s);

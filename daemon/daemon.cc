@@ -42,9 +42,8 @@ class Daemon {
         options_(options),
         run_(run),
         // poll-ms changes at the next start only: fixed for the run.
-        live_(std::move(capture), t.upstream_batch, run.page_size,
-              uint64_t{options.poll_ms} * 1'000'000,
-              run.status_precise.value_or(false)),
+        live_(std::move(capture), t.upstream_batch,
+              uint64_t{options.poll_ms} * 1'000'000),
         pipeline_(t),
         store_(std::move(store)),
         sampler_(walk_policy(options)),
@@ -74,6 +73,8 @@ class Daemon {
         [this] {
           drain();
           recorder_.sample(pipeline_, realtime_ns());
+          for (const MmKey& key : recorder_.take_ended_unseen())
+            live_.end_unseen(key);
           note_rate();
           notifier_.status(status_line());
         });
@@ -333,9 +334,9 @@ class Daemon {
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().drops(), live_.capture().hook_misses(),
-                      lag_s(),
-                      pipeline_, recorder_.stats(), *store_, options_.top,
-                      exited_lookup(), sampler_);
+                      lag_s(), pipeline_, recorder_.stats(), *store_,
+                      options_.top, exited_lookup(), sampler_);
+    write_snapshot_log(stderr, live_.stats(), live_.snapshot_stats());
     write_server_log(
         stderr, control_ ? std::optional(control_->stats()) : std::nullopt,
         metrics_ ? std::optional(metrics_->stats()) : std::nullopt);

@@ -55,9 +55,27 @@ const RecordedIdentity* HistoryRecorder::identity(uint64_t mm_addr) const {
   return &it->second.who;
 }
 
+bool HistoryRecorder::owner_gone(const AuditPipeline::LiveMm& mm,
+                                 const SampleResult& r, bool superseded) {
+  if (superseded || r.outcome == SampleOutcome::kReplaced) return true;
+  if (r.outcome != SampleOutcome::kVanished) return false;
+  // A zombie leader whose other threads run still has its mm.
+  const IdentityResult who = sampler_.identify(mm.summary.tgid);
+  return who.state == IdentityResult::State::kGone ||
+         (who.state == IdentityResult::State::kZombie && who.stat &&
+          who.stat->num_threads <= 1);
+}
+
 void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
   last_tick_ns_ = wall_ns;
   sampler_.start_tick(monotonic_ns());
+  // The newest mm of each process: an older one lives on only where its
+  // exit_mmap record was lost after an exec.
+  std::unordered_map<uint32_t, uint64_t> newest;
+  pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
+    uint64_t& g = newest[mm.summary.tgid];
+    g = std::max(g, mm.summary.key.generation);
+  });
   std::unordered_set<uint32_t> live_tgids;
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     if (!mm.summary.tgid) return;  // no owner seen yet: nothing to sample
@@ -69,10 +87,21 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
       req.expected = ProcessId{t.who.pid, t.who.start_ticks};
     req.walks = true;  // the sampler's policy decides
     req.last_walk_ns = t.last_walk_ns;
+    const bool superseded =
+        newest[mm.summary.tgid] != mm.summary.key.generation;
     const SampleResult r = sampler_.sample(req);
-    if (r.outcome != SampleOutcome::kOk &&
-        r.outcome != SampleOutcome::kReplaced)
-      return;  // vanished between events and this tick: normal
+    if (owner_gone(mm, r, superseded)) {
+      // Its exit_mmap record may still be on its way at the first tick.
+      if (!t.gone_tick) {
+        t.gone_tick = ticks_ + 1;
+      } else if (t.gone_tick <= ticks_ && !t.ended_unseen) {
+        t.ended_unseen = true;
+        ended_unseen_.push_back(mm.summary.key);
+      }
+      return;
+    }
+    t.gone_tick = 0;
+    if (r.outcome != SampleOutcome::kOk) return;  // unreadable: next tick
     const Sample& s = r.sample;
     // An unreadable cgroup keeps the one recorded before.
     std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : t.who.cgroup;
@@ -83,8 +112,7 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
       ++stats_.below_min_rss;
       return;
     }
-    const bool first =
-        !t.who.process_id || r.outcome == SampleOutcome::kReplaced;
+    const bool first = !t.who.process_id;
     const int64_t id =
         store_.upsert_process(ProcessIdentity{s.id.pid, s.id.start_time},
                               s.stat.comm, cgroup, wall_ns);
@@ -227,10 +255,10 @@ void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
                            status_precise_ && !mm.summary.task_cache);
   for (int m = 0; m < kMembers; ++m) {
     if (mm.kernel_count_known[m]) row.approximate[m] = mm.kernel_count[m];
-    // Absolute from creation, or since a resync from /proc.
+    // Absolute from creation, or since a snapshot of its counters.
     if (mm.exact_known[m]) row.exact[m] = mm.exact(m);
   }
-  // The true peak needs the whole life; a resynced mm has only a part.
+  // The true peak needs the whole life; a snapshot gives only a part.
   if (mm.summary.from_zero) row.true_peak = mm.summary.peak_rss;
   // Only an mm seen from creation is compared with the kernel's count: the
   // others' fidelity is not measured (NULL), never 0 of 0.
@@ -291,6 +319,9 @@ void HistoryRecorder::on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
     // identity can only be read now, from a zombie's stat at best.
     Tracked t;
     t.generation = mm.summary.key.generation;
+    t.ended_unseen = it != tracked_.end() &&
+                     it->second.generation == t.generation &&
+                     it->second.ended_unseen;
     if (record_unsampled(mm, t, wall_ns)) record_end(mm, t, wall_ns);
   }
   if (it != tracked_.end()) tracked_.erase(it);
@@ -344,6 +375,18 @@ void HistoryRecorder::record_end(AuditPipeline::LiveMm& mm, Tracked& t,
   write_model_errors(mm, t, wall_ns);
   ++stats_.exits;
   const MmSummary& s = mm.summary;
+  if (t.ended_unseen) {
+    // Its teardown's updates were lost with its exit_mmap record: the
+    // exact value at the end is not known, and the end is a tick late.
+    ++stats_.exits_unseen;
+    store_.record_exit(t.who.process_id, wall_ns, std::nullopt, std::nullopt);
+    store_.add_anomaly(AnomalyRow{
+        t.who.process_id, wall_ns, "exit_unseen",
+        fmt::format("pid {}: its exit_mmap record was lost; found gone from "
+                    "/proc at two sampling ticks, ended then",
+                    t.who.pid)});
+    return;
+  }
   store_.record_exit(t.who.process_id, wall_ns,
                      s.absolute ? std::optional(s.exact_rss) : std::nullopt,
                      s.from_zero ? std::optional(s.peak_rss) : std::nullopt);

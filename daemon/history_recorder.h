@@ -55,6 +55,10 @@ struct RecorderStats {
   uint64_t unsampled_exits = 0;
   uint64_t unnamed_exits = 0;
   uint64_t quiet_samples = 0;  // of those written, of quiet processes
+  // Exits whose exit_mmap record was lost (records dropped): the process
+  // was found gone at two ticks while its mm still lived in the audit,
+  // and its end recorded then, with an `exit_unseen` anomaly.
+  uint64_t exits_unseen = 0;
 };
 
 // Who an mm's process was, as recorded in the history.
@@ -85,6 +89,11 @@ class HistoryRecorder {
   std::vector<LiveProcess> quiet_processes(int64_t bound) const;
   // The pipeline's exit hook.
   void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);
+  // The mms whose process sample() found gone at two ticks in a row (or
+  // an exec of it since: a newer mm of the same process) while they still
+  // live in the audit: their exit_mmap records were lost. The caller ends
+  // them (LiveAudit::end_unseen()); on_exit() then records them as such.
+  std::vector<MmKey> take_ended_unseen() { return std::move(ended_unseen_); }
   // Where to ask who an ended process was when /proc no longer says (its
   // parent reaped it first): the capture keeps it (bpf/rss_event.h).
   void set_exited_lookup(ExitedLookup lookup) {
@@ -110,7 +119,16 @@ class HistoryRecorder {
     std::array<uint64_t, SchemeSet::kCount> shared_before{};
     uint64_t fidelity_checked_before = 0;
     uint64_t fidelity_matched_before = 0;
+    // The tick its process was first found gone at (0: found), and
+    // whether it was then ended unseen.
+    uint64_t gone_tick = 0;
+    bool ended_unseen = false;
   };
+  // Whether the process of `mm`, which sampled as `r`, is gone: exited,
+  // a zombie with no thread left, its pid another process's now, or
+  // `superseded` (an exec gave the process a newer mm).
+  bool owner_gone(const AuditPipeline::LiveMm& mm, const SampleResult& r,
+                  bool superseded);
   Tracked& tracked(const AuditPipeline::LiveMm& mm);
   // Whether a process so named, in that cgroup, whose mm made `updates`,
   // passes --comm, --cgroup and --min-updates.
@@ -155,6 +173,7 @@ class HistoryRecorder {
   RecorderStats stats_;
   int64_t last_tick_ns_ = 0;  // wall time of the previous sample()
   uint64_t ticks_ = 0;
+  std::vector<MmKey> ended_unseen_;
 };
 
 }  // namespace rssaudit

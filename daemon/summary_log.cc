@@ -39,8 +39,7 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
       hook_misses, drops, stats.losses, stats.forced_emits, lag_s,
-      stats.bad_records, stats.over_mm_limit,
-      stats.inferred_second_users,
+      stats.bad_records, stats.over_mm_limit, stats.inferred_second_users,
       // Not measured, never a made-up 100%, when nothing was compared.
       checked ? fmt::format("{:.4f}%",
                             100.0 * pipeline.fidelity_matched() / checked)
@@ -48,11 +47,13 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       pipeline.fidelity_matched(), checked);
   fmt::print(out,
              "history samples={} below_min_rss={} exits={} "
-             "unsampled_exits={} unnamed_exits={} exit_residues={} "
+             "unsampled_exits={} unnamed_exits={} exits_unseen={} "
+             "exit_residues={} "
              "quiet_samples={} unwritten_rows={} dropped_rows={}\n",
              history.samples_written, history.below_min_rss, history.exits,
-             history.unsampled_exits, history.unnamed_exits, history.residues,
-             history.quiet_samples, store.pending_rows(), store.dropped_rows());
+             history.unsampled_exits, history.unnamed_exits,
+             history.exits_unseen, history.residues, history.quiet_samples,
+             store.pending_rows(), store.dropped_rows());
   rank_by_error(mms);
   if (mms.size() > top) mms.resize(top);
   const auto ended_comm = [&](uint32_t tgid) {
@@ -76,6 +77,20 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
         m.peak_rss, errors);
   }
   fflush(out);
+}
+
+void write_snapshot_log(FILE* out, const ReconstructorStats& stats,
+                        const SnapshotPassStats& passes) {
+  fmt::print(out,
+             "snapshots passes={} bytes={} records={} unread={} members={} "
+             "raced={} absorbed={} mismatches={} errors={}{}\n",
+             passes.passes, passes.bytes, stats.snapshots,
+             stats.snapshots_unread, stats.snapshot_members,
+             stats.snapshot_raced, stats.snapshot_absorbed,
+             stats.snapshot_mismatches, passes.errors,
+             passes.last_error.empty()
+                 ? ""
+                 : " last_error=" + log_token(passes.last_error));
 }
 
 void write_server_log(FILE* out,

@@ -9,6 +9,7 @@
 #include "capture/audit_pipeline.h"
 #include "capture/delta_reconstructor.h"
 #include "capture/exited_lookup.h"
+#include "capture/snapshot_passes.h"
 #include "daemon/control_server.h"
 #include "daemon/history_recorder.h"
 #include "daemon/metrics_server.h"
@@ -29,6 +30,11 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,
                        ProcessSampler& sampler);
+
+// How the snapshots of mms joined mid-life went (bpf/snapshot.bpf.c): the
+// passes run and what their records gave.
+void write_snapshot_log(FILE* out, const ReconstructorStats& stats,
+                        const SnapshotPassStats& passes);
 
 // How the control socket and the metrics endpoint dealt with their
 // clients: the limits they hit and whom they cut off. A line per server

@@ -70,12 +70,12 @@ class CheckingSink : public ReconstructorSink {
     ++destroyed_;
     pipeline_.on_mm_destroyed(mm);
   }
-  void on_baseline(const MmKey& mm, int member,
-                   std::optional<int64_t> pages) override {
+  void on_baseline(const MmKey& mm, int member, std::optional<int64_t> pages,
+                   std::optional<int64_t> kernel_count) override {
     check_live(mm, "baseline");
     FUZZ_CHECK(member >= 0 && member < kMembers,
                fmt::format("baseline of member {}", member));
-    pipeline_.on_baseline(mm, member, pages);
+    pipeline_.on_baseline(mm, member, pages, kernel_count);
   }
   void on_loss() override { pipeline_.on_loss(); }
 

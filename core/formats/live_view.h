@@ -63,7 +63,7 @@ struct LiveProcess {
   uint64_t start_ticks = 0;  // /proc/PID/stat field 22; 0 if never sampled
   std::string comm{};
   std::string cgroup{};  // cgroup v2 path, "" if unknown
-  // Exact values are absolute (seen from creation, or resynced from /proc);
+  // Exact values are absolute (seen from creation, or since a snapshot);
   // otherwise exact_rss, peak_rss and drift() are unknown.
   bool from_zero = false;
   // No update since the capture started (its mm is not in the audit): the

@@ -126,7 +126,7 @@ struct Group {
     checked += p.fidelity_checked;
     matched += p.fidelity_matched;
     ++processes;
-    // Without absolute values (joined mid-life, not yet resynced) the
+    // Without absolute values (joined mid-life, no snapshot yet) the
     // drift is unknown: left out, never a made-up number.
     if (!p.drift_known()) return;
     ++known;

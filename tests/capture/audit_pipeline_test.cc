@@ -33,7 +33,7 @@ TEST(AuditPipeline, DriftOfAResyncedMmWaitsForTheKernelsCountOfEveryMember) {
   p.on_mm_created(kOld, false);
   // A resync from /proc/PID/status: every member's exact value.
   for (int m : {kFilePages, kAnonPages, kSwapEnts, kShmemPages})
-    p.on_baseline(kOld, m, 1000);
+    p.on_baseline(kOld, m, 1000, std::nullopt);
   update(p, kOld, kAnonPages, 1, 990);
   MmSummary s = summary_of(p, kOld);
   EXPECT_TRUE(s.absolute);
@@ -86,11 +86,11 @@ TEST(AuditPipeline, ACancelledResyncForgetsTheValueNotTheKernelsCount) {
   AuditPipeline p(Topology::for_cpus(2));
   p.on_mm_created(kOld, false);
   for (int m : {kFilePages, kAnonPages, kSwapEnts, kShmemPages}) {
-    p.on_baseline(kOld, m, 100);
+    p.on_baseline(kOld, m, 100, std::nullopt);
     update(p, kOld, m, 1, 101);
   }
   EXPECT_TRUE(summary_of(p, kOld).drift_known());
-  p.on_baseline(kOld, kAnonPages, std::nullopt);
+  p.on_baseline(kOld, kAnonPages, std::nullopt, std::nullopt);
   const MmSummary s = summary_of(p, kOld);
   EXPECT_FALSE(s.absolute);
   EXPECT_TRUE(s.kernel_known);
@@ -100,7 +100,8 @@ TEST(AuditPipeline, RankingPutsUnknownDriftsLastWhateverTheirSize) {
   AuditPipeline p(Topology::for_cpus(2));
   p.on_mm_created(kOld, false);
   for (int m : {kFilePages, kAnonPages, kSwapEnts, kShmemPages})
-    p.on_baseline(kOld, m, 100000);  // apparent drift of 200 000 pages
+    p.on_baseline(kOld, m, 100000,
+                  std::nullopt);  // apparent drift of 200 000 pages
   update(p, kOld, kAnonPages, 1, 100000);
   p.on_mm_created(kNew, true);
   update(p, kNew, kAnonPages, 5, 0);

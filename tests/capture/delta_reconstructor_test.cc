@@ -42,9 +42,10 @@ class RecordingSink : public ReconstructorSink {
   void on_mm_destroyed(const MmKey& mm) override {
     out.push_back({Recorded::kDestroyed, mm, false, {}, {}, {}});
   }
-  void on_baseline(const MmKey&, int member,
-                   std::optional<int64_t> pages) override {
+  void on_baseline(const MmKey&, int member, std::optional<int64_t> pages,
+                   std::optional<int64_t> kernel_count) override {
     baselines.emplace_back(member, pages);
+    kernel_counts.emplace_back(member, kernel_count);
   }
   void on_loss() override {
     out.push_back({Recorded::kLoss, {}, false, {}, {}, {}});
@@ -64,6 +65,7 @@ class RecordingSink : public ReconstructorSink {
 
   std::vector<Recorded> out;
   std::vector<std::pair<int, std::optional<int64_t>>> baselines;
+  std::vector<std::pair<int, std::optional<int64_t>>> kernel_counts;
 };
 
 // The kernel side: one mm's percpu_counters, producing the records the BPF
@@ -774,86 +776,151 @@ TEST(DeltaReconstructor, MmsBeyondTheLimitAreCountedNotAudited) {
   EXPECT_EQ(r.stats().over_mm_limit, 2u);
 }
 
-// An mm that updated on both CPUs before the capture: only CPU 0 updates
-// under it. Its first update has no baseline; a resync whose read the
-// stream shows quiet gives the anon value, and the last unknown (CPU 1's
-// slot) then follows from it: CPU 1's first update is exact.
-TEST(DeltaReconstructor, ResyncFromPreciseValuesMakesAnOldMmExact) {
+// The values the snapshot iterator reads of `kernel`'s counters at the
+// moment of the call, with the record that places them (id `id`).
+std::pair<rss_event, CounterSnapshot> snapshot_of(const FakeKernel& kernel,
+                                                  uint32_t cpus, uint64_t id,
+                                                  uint64_t time_ns) {
+  rss_event e{};
+  e.mm = kMm;
+  e.aux = static_cast<int64_t>(id);
+  e.start_ns = time_ns;
+  e.tid = e.tgid = 100;
+  e.kind = RSS_EV_SNAPSHOT;
+  e.flags = RSS_EVF_OWNER;
+  CounterSnapshot s;
+  s.head.id = id;
+  s.head.mm = kMm;
+  s.head.tid = s.head.tgid = 100;
+  s.head.flags = RSS_SNAP_PERCPU;
+  for (int m = 0; m < kMembers; ++m) {
+    s.head.count[m] = s.head.count_after[m] = kernel.count(m);
+    for (uint32_t c = 0; c < cpus; ++c)
+      if (const int32_t v = kernel.slot(m, c))
+        s.slots.push_back(rss_snapshot_slot{static_cast<uint16_t>(c),
+                                            static_cast<uint8_t>(m), 0, v});
+  }
+  s.head.slots = static_cast<uint32_t>(s.slots.size());
+  return {e, s};
+}
+
+// An older mm's kernel and a reconstructor that takes snapshots.
+struct OlderMmWithSnapshots {
   FakeKernel kernel = kernel_of_an_older_mm();
-  DeltaReconstructor r(two_cpus());
+  DeltaReconstructor r{two_cpus()};
+  SnapshotQueue queue;
   RecordingSink sink;
+  OlderMmWithSnapshots() { r.read_snapshots_from(&queue); }
+};
+
+// An mm that updated on both CPUs before the capture: only CPU 0 updates
+// under it. Its updates have no baseline until a snapshot gives every
+// member's count and slots; from there each update is exact, CPU 1's
+// first one included.
+TEST(DeltaReconstructor, ASnapshotMakesAnOldMmExact) {
+  OlderMmWithSnapshots rig;
+  auto& [kernel, r, queue, sink] = rig;
   uint64_t t = 1'000'000;
   for (int i = 0; i < 10; ++i, t += 1000)
     r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
-  const int64_t precise = kernel.precise(kAnonPages);
-  std::array<std::optional<int64_t>, kMembers> pages;
-  pages[kAnonPages] = precise;
-  EXPECT_EQ(r.resync(kMm, 99, pages, t + 50'000, t + 60'000),
-            ResyncResult::kUnknownMm)
-      << "not the owner's process";
-  EXPECT_EQ(r.resync(kMm, 100, pages, t, t + 10'000), ResyncResult::kNotQuiet)
-      << "the last record ended less than the slack before the read";
-  ASSERT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
-            ResyncResult::kOffered);
-  t += 100'000;
+  EXPECT_EQ(r.snapshot_candidates(t, 8), std::vector<uint64_t>{kMm});
+  auto [marker, values] = snapshot_of(kernel, 2, 1, t);
+  std::array<int64_t, kMembers> precise{};
+  for (int m = 0; m < kMembers; ++m) precise[m] = kernel.precise(m);
+  queue.push(values);
+  r.on_event(marker, sink);
+  EXPECT_TRUE(r.snapshot_candidates(t, 8).empty()) << "every member known";
   const int32_t slot1_before = kernel.slot(kAnonPages, 1);
-  r.on_event(kernel.add(1, kAnonPages, 1, t), sink);
+  r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
   r.flush(sink);
-  ASSERT_EQ(sink.baselines.size(), 1u);
-  EXPECT_EQ(sink.baselines[0].first, kAnonPages);
-  EXPECT_EQ(sink.baselines[0].second, precise);
+  ASSERT_EQ(sink.baselines.size(), size_t{kMembers});
+  for (const auto& [m, pages] : sink.baselines) EXPECT_EQ(pages, precise[m]);
+  // The kernel's count of each member comes with it: a member the stream
+  // has not shown since has a known count too.
+  for (const auto& [m, count] : sink.kernel_counts) EXPECT_TRUE(count);
   const auto u = sink.updates();
   ASSERT_EQ(u.size(), 11u);
   EXPECT_EQ(u[0].info.fidelity, Fidelity::kNoBaseline);
   EXPECT_EQ(u.back().info.fidelity, Fidelity::kExact);
   EXPECT_EQ(u.back().update.delta, kernel.slot(kAnonPages, 1) - slot1_before);
-  EXPECT_EQ(r.stats().resyncs_applied, 1u);
+  EXPECT_EQ(r.stats().snapshot_members, uint64_t{kMembers});
 }
 
-TEST(DeltaReconstructor, ARecordFromDuringTheReadCancelsTheResync) {
-  FakeKernel kernel = kernel_of_an_older_mm();
-  DeltaReconstructor r(two_cpus());
-  RecordingSink sink;
-  uint64_t t = 1'000'000;
-  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
-  std::array<std::optional<int64_t>, kMembers> pages;
-  // Plausible (CPU 1's slot within the batch) but read while CPU 1 moved.
-  pages[kAnonPages] = kernel.precise(kAnonPages);
-  ASSERT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
-            ResyncResult::kOffered);
-  // Drained after the resync, but it started during the read.
-  r.on_event(kernel.add(1, kAnonPages, 1, t + 55'000), sink);
+// The iterator reads after taking its record's number, so it may already
+// hold adds whose records come after it: the first such record of each
+// CPU shows the slot where the snapshot left it. It is flagged (its delta
+// is not known: 0 given), and the value stays exact, also when the add
+// that raced the read was a fold.
+TEST(DeltaReconstructor, AnAddTheSnapshotAlreadyHoldsIsFlaggedAndAbsorbed) {
+  for (const int amount : {1, 40}) {
+    SCOPED_TRACE(amount == 1 ? "an add" : "a fold");
+    OlderMmWithSnapshots rig;
+    auto& [kernel, r, queue, sink] = rig;
+    uint64_t t = 1'000'000;
+    r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
+    const int64_t before = kernel.precise(kAnonPages);
+    // CPU 1 adds; the snapshot's record is taken before its record.
+    const rss_event raced = kernel.add(1, kAnonPages, amount, t + 2000);
+    auto [marker, values] = snapshot_of(kernel, 2, 1, t + 1000);
+    queue.push(values);
+    r.on_event(marker, sink);
+    r.on_event(raced, sink);
+    r.on_event(kernel.add(1, kAnonPages, 1, t + 3000), sink);
+    r.flush(sink);
+    ASSERT_FALSE(sink.baselines.empty());
+    EXPECT_EQ(sink.baselines[1].second, before + amount) << "it holds the add";
+    const auto u = sink.updates();
+    ASSERT_EQ(u.size(), 3u);
+    EXPECT_EQ(u[1].info.fidelity, Fidelity::kAmbiguous);
+    EXPECT_EQ(u[1].update.delta, 0);
+    EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
+    EXPECT_EQ(u[2].update.delta, 1);
+    EXPECT_EQ(r.stats().snapshot_absorbed, 1u);
+  }
+}
+
+// A fold during the read moves `count` between its two reads: that
+// member is not taken (it is asked for again later); the others are.
+TEST(DeltaReconstructor, AMemberWhoseCountMovedDuringTheReadIsNotTaken) {
+  OlderMmWithSnapshots rig;
+  auto& [kernel, r, queue, sink] = rig;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1'000'000), sink);
+  auto [marker, values] = snapshot_of(kernel, 2, 1, 1'001'000);
+  values.head.count_after[kAnonPages] += 32;
+  queue.push(values);
+  r.on_event(marker, sink);
   r.flush(sink);
-  EXPECT_TRUE(sink.baselines.empty());
-  EXPECT_EQ(r.stats().resyncs_cancelled, 1u);
-  for (const Recorded& u : sink.updates())
-    EXPECT_EQ(u.info.fidelity, Fidelity::kNoBaseline);
+  EXPECT_EQ(r.stats().snapshot_raced, 1u);
+  EXPECT_EQ(sink.baselines.size(), size_t{kMembers - 1});
+  for (const auto& [m, pages] : sink.baselines) EXPECT_NE(m, kAnonPages);
+  EXPECT_TRUE(r.snapshot_candidates(1'002'000, 8).empty()) << "backs off";
+  EXPECT_EQ(r.snapshot_candidates(3'000'000'000, 8).size(), 1u);
 }
 
-TEST(DeltaReconstructor, AResyncContradictingTheStreamIsRefused) {
-  FakeKernel kernel = kernel_of_an_older_mm();
-  DeltaReconstructor r(two_cpus());
-  RecordingSink sink;
-  uint64_t t = 1'000'000;
-  // Both CPUs update under the capture: every slot and the count are known,
-  // so the value is known too, up to the first updates' unknown deltas.
-  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
-  r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
-  const int64_t precise = kernel.precise(kAnonPages);
-  std::array<std::optional<int64_t>, kMembers> pages;
-  pages[kAnonPages] = precise + 1;
-  EXPECT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
-            ResyncResult::kInconsistent);
-  pages[kAnonPages] = precise;
-  EXPECT_EQ(r.resync(kMm, 100, pages, t + 50'000, t + 60'000),
-            ResyncResult::kOffered);
-  EXPECT_EQ(r.resync(kMm, 100, pages, t + 70'000, t + 80'000),
-            ResyncResult::kNotQuiet)
-      << "one at a time";
+// A record whose values the iterator did not write (its output overflowed
+// and the task was read again under a later record), or with no queue at
+// all (a replay), makes nothing known.
+TEST(DeltaReconstructor, ASnapshotRecordWithoutValuesIsCountedNotUsed) {
+  OlderMmWithSnapshots rig;
+  auto& [kernel, r, queue, sink] = rig;
+  r.on_event(kernel.add(0, kAnonPages, 1, 1'000'000), sink);
+  auto [first, unread] = snapshot_of(kernel, 2, 1, 1'001'000);
+  auto [second, values] = snapshot_of(kernel, 2, 2, 1'002'000);
+  queue.push(values);
+  r.on_event(first, sink);
+  EXPECT_EQ(r.stats().snapshots_unread, 1u);
+  EXPECT_EQ(queue.size(), 1u) << "a later snapshot's values wait";
+  r.on_event(second, sink);
+  r.flush(sink);
+  EXPECT_EQ(sink.baselines.size(), size_t{kMembers});
+  DeltaReconstructor replay(two_cpus());
+  replay.on_event(kernel.add(0, kAnonPages, 1, 1'000'000), sink);
+  replay.on_event(second, sink);
+  EXPECT_EQ(replay.stats().snapshots_unread, 1u);
 }
 
-// A record flagged after a loss voids every mm's slots: the baselines are
-// withdrawn, and each CPU's next update has no baseline until a resync.
+// A record flagged after a loss voids every mm's slots: each CPU's next
+// update has no baseline until a snapshot.
 TEST(DeltaReconstructor, ALossVoidsWhatWasKnown) {
   FakeKernel kernel(2);
   DeltaReconstructor r(two_cpus());
@@ -905,34 +972,12 @@ TEST(DeltaReconstructor, ALossIsOneEventWhateverTheMmsAndVoidsEachLazily) {
   EXPECT_EQ(sink.count(Recorded::kLoss), size_t{kLosses});
   // Every mm's next update shows it voided: its slot is unknown again.
   t += 10;
-  for (int i = 1; i < kMms; ++i)
-    update(kMm + 0x1000 * i, RSS_EVF_OWNER);
+  for (int i = 1; i < kMms; ++i) update(kMm + 0x1000 * i, RSS_EVF_OWNER);
   r.flush(sink);
   const auto u = sink.updates();
   ASSERT_EQ(u.size(), size_t{kMms + kLosses + kMms - 1});
   for (size_t i = kMms + kLosses; i < u.size(); ++i)
     EXPECT_EQ(u[i].info.fidelity, Fidelity::kNoBaseline) << i;
-}
-
-// A resync offered before a loss is taken back: a lost record may have
-// overlapped its read.
-TEST(DeltaReconstructor, ALossCancelsAResyncItMayHaveOverlapped) {
-  FakeKernel kernel = kernel_of_an_older_mm();
-  DeltaReconstructor r(two_cpus());
-  RecordingSink sink;
-  uint64_t t = 1'000'000;
-  r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
-  r.on_event(kernel.add(1, kAnonPages, 1, t + 100), sink);
-  r.advance(t + 10'000'000, sink);
-  std::array<std::optional<int64_t>, kMembers> pages{};
-  for (int m = 0; m < kMembers; ++m) pages[m] = kernel.precise(m);
-  ASSERT_EQ(r.resync(kMm, 100, pages, t + 10'000'000, t + 10'001'000),
-            ResyncResult::kOffered);
-  r.on_loss();
-  r.flush(sink);
-  EXPECT_EQ(r.stats().resyncs_cancelled, 1u);
-  EXPECT_EQ(r.stats().resyncs_applied, 0u);
-  EXPECT_TRUE(sink.baselines.empty());
 }
 
 // However far behind the drain is, the held-back queue has a cap: past
@@ -977,57 +1022,6 @@ TEST(DeltaReconstructor, UntimedUpdatesAreExactAndTakeTheStreamsTime) {
     EXPECT_EQ(u[i].info.end_ns, t);
   }
   EXPECT_EQ(r.stats().exact, 6u);
-}
-
-// The read of a resync came after a drain's advance(). An untimed record
-// in the next drain may have been added before the read ended: it cancels.
-// One two drains later came after the read, and the resync stands.
-TEST(DeltaReconstructor, AnUntimedRecordCancelsAResyncOnlyInTheNextDrain) {
-  for (const bool next_drain : {true, false}) {
-    FakeKernel kernel = kernel_of_an_older_mm();
-    DeltaReconstructor r(two_cpus());
-    RecordingSink sink;
-    uint64_t t = 1'000'000;
-    r.on_event(kernel.add(0, kAnonPages, 1, t), sink);
-    r.on_event(kernel.add(1, kAnonPages, 1, t + 1000), sink);
-    const uint64_t drain = 50'000'000;
-    r.advance(drain, sink);
-    std::array<std::optional<int64_t>, kMembers> pages;
-    pages[kAnonPages] = kernel.precise(kAnonPages);
-    ASSERT_EQ(r.resync(kMm, 100, pages, drain + 10'000, drain + 20'000),
-              ResyncResult::kOffered);
-    if (!next_drain) r.advance(2 * drain, sink);
-    r.on_event(kernel.add(1, kAnonPages, 1, 0, 0), sink);
-    r.flush(sink);
-    SCOPED_TRACE(next_drain ? "next drain" : "two drains later");
-    EXPECT_EQ(r.stats().resyncs_cancelled, next_drain ? 1u : 0u);
-    EXPECT_EQ(sink.baselines.size(), next_drain ? 0u : 1u);
-    // Its delta is exact from its known slot either way.
-    EXPECT_EQ(sink.updates().back().info.fidelity, Fidelity::kExact);
-  }
-}
-
-// An untimed record is not quiet until the advance() after its drain: a
-// resync offered before that is refused.
-TEST(DeltaReconstructor, AnUntimedRecordIsQuietOnlyAfterItsDrain) {
-  FakeKernel kernel = kernel_of_an_older_mm();
-  DeltaReconstructor r(two_cpus());
-  RecordingSink sink;
-  r.on_event(kernel.add(0, kAnonPages, 1, 1'000'000), sink);
-  r.advance(50'000'000, sink);
-  r.on_event(kernel.add(0, kAnonPages, 1, 0, 0), sink);
-  std::array<std::optional<int64_t>, kMembers> pages;
-  pages[kAnonPages] = kernel.precise(kAnonPages);
-  EXPECT_EQ(r.resync(kMm, 100, pages, 60'000'000, 60'010'000),
-            ResyncResult::kNotQuiet);
-  EXPECT_TRUE(r.resync_candidates(200'000'000, 10'000'000, 8).empty());
-  r.advance(100'000'000, sink);
-  EXPECT_EQ(r.resync(kMm, 100, pages, 100'000'000, 100'010'000),
-            ResyncResult::kNotQuiet)
-      << "it may have come just before this drain";
-  EXPECT_EQ(r.resync_candidates(200'000'000, 10'000'000, 8).size(), 1u);
-  EXPECT_EQ(r.resync(kMm, 100, pages, 200'000'000, 200'010'000),
-            ResyncResult::kOffered);
 }
 
 // The drop counter rose in the drain that brought the loss's flagged record:

@@ -43,6 +43,10 @@ class Tap : public ReconstructorSink {
     fold_infos.push_back(info);
     pipeline.on_cache_fold(mm, sync, info);
   }
+  void on_baseline(const MmKey& mm, int member, std::optional<int64_t> pages,
+                   std::optional<int64_t> kernel_count) override {
+    pipeline.on_baseline(mm, member, pages, kernel_count);
+  }
   AuditPipeline& pipeline;
   MmKey key;
   std::vector<Update> updates;
@@ -368,15 +372,46 @@ TEST_F(TaskCacheUpdate, AnAddThatDoesNotMoveTheAtomicIsFlagged) {
   EXPECT_EQ(tap_.infos[1].fidelity, Fidelity::kAmbiguous);
 }
 
-TEST_F(TaskCacheUpdate, AnMmFromBeforeTheCaptureIsNeverResyncedFromProc) {
-  // No NEW_TASK: the mm existed before. /proc/PID/status shows only the
-  // atomics there, so it cannot give the exact value.
+// An mm from before the capture: /proc shows only its atomics, and each
+// task's cache is its own. The snapshot iterator reads every task of it:
+// one that stayed off its CPU gives its cache; one that ran gives it at
+// its next sync. Once the atomic and every cache are known, so is the
+// value: the atomic plus the caches.
+TEST_F(TaskCacheUpdate, AnOlderMmIsExactOnceEveryTasksCacheIsKnown) {
+  constexpr uint32_t kThread = kChild + 1;
+  SnapshotQueue queue;
+  r_.read_snapshots_from(&queue);
   feed(record(RSS_EV_UPDATE, RSS_EVF_OWNER | RSS_EVF_ATOMIC, 40, 0));
+  EXPECT_EQ(r_.snapshot_candidates(now_ns_, 8), std::vector<uint64_t>{kMm});
+  uint64_t id = 0;
+  const auto snapshot = [&](uint32_t tid, int32_t anon, bool quiet) {
+    rss_event e = record(RSS_EV_SNAPSHOT, RSS_EVF_OWNER, int64_t(++id), 0, tid);
+    CounterSnapshot v;
+    v.head.id = id;
+    v.head.mm = kMm;
+    v.head.tid = v.head.tgid = tid;
+    v.head.flags = RSS_SNAP_TASK_CACHE | (quiet ? RSS_SNAP_TASK_QUIET : 0);
+    v.head.count[1] = v.head.count_after[1] = 40;
+    v.head.cache[1] = anon;
+    queue.push(v);
+    feed(e);
+  };
+  snapshot(kChild, 7, false);  // it ran during the read
+  snapshot(kThread, 3, true);
+  rss_event end = record(RSS_EV_SNAPSHOT, 0, int64_t(id), 0, 0);
+  end.mm = 0;  // the end of the pass
+  feed(end);
   r_.flush(tap_);
-  ASSERT_EQ(tap_.infos.size(), 1u);
-  EXPECT_EQ(tap_.infos[0].fidelity, Fidelity::kNoBaseline);
-  EXPECT_FALSE(summary().absolute);
-  EXPECT_TRUE(r_.resync_candidates(UINT64_MAX / 2, 0, 10).empty());
+  EXPECT_FALSE(summary().absolute) << "the owner's cache is not known yet";
+  cached_fault(40);  // its cache: 8 pages now, the stream cannot say
+  sync(8, 48);
+  r_.flush(tap_);
+  const MmSummary s = summary();
+  ASSERT_TRUE(s.absolute);
+  // 40 atomic + 8 cached by the owner + 3 by the thread, now 48 + 3.
+  EXPECT_EQ(s.exact_rss, 51);
+  EXPECT_EQ(r_.stats().snapshot_members, uint64_t{kMembers});
+  EXPECT_TRUE(r_.snapshot_candidates(now_ns_, 8).empty());
 }
 
 }  // namespace

@@ -303,6 +303,63 @@ TEST_F(HistoryRecorderTest, APidReusedBeforeTheMmEndsKeepsTheEndedProcess) {
   EXPECT_EQ(found.value()[0].exit_ns, now_);
 }
 
+// An exit whose exit_mmap record was lost: the mm lives on in the audit
+// while its process is gone. Two ticks find it so (the first may come
+// before the record is drained); it is then handed back to be ended, and
+// its end is an exit row with an `exit_unseen` anomaly, no residue.
+TEST_F(HistoryRecorderTest, AProcessGoneAtTwoTicksWhileItsMmLivesEndsUnseen) {
+  auto child = std::make_unique<Child>(Child::kWaiting);
+  child->wait_until_asleep();
+  const uint32_t pid = child->pid();
+  pipeline_.on_mm_created(key_, true);
+  updates(pid, 5);
+  recorder_->sample(pipeline_, now_);
+  EXPECT_TRUE(recorder_->take_ended_unseen().empty()) << "alive";
+  child->reap();  // gone, and no record of its end comes
+  recorder_->sample(pipeline_, now_ + kSecond);
+  EXPECT_TRUE(recorder_->take_ended_unseen().empty()) << "one tick only";
+  recorder_->sample(pipeline_, now_ + 2 * kSecond);
+  const std::vector<MmKey> ended = recorder_->take_ended_unseen();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0], key_);
+  // What LiveAudit::end_unseen() makes of it.
+  now_ += 3 * kSecond;
+  mm_ends();
+  EXPECT_EQ(recorder_->stats().exits, 1u);
+  EXPECT_EQ(recorder_->stats().exits_unseen, 1u);
+  flushed_reader();
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE exit_ns IS NOT NULL "
+                  "AND exit_residue IS NULL"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM anomalies WHERE kind = 'exit_unseen'"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM anomalies WHERE kind = "
+                  "'exit_residue'"),
+            0);
+}
+
+// An exec whose old mm's exit_mmap record was lost: the process lives on
+// with a newer mm, and the older one is ended unseen, with no exit row
+// (the process did not end).
+TEST_F(HistoryRecorderTest, AnOlderMmOfALiveProcessEndsUnseenWithoutAnExit) {
+  Child child(Child::kWaiting);
+  child.wait_until_asleep();
+  const MmKey newer{kMmAddr + 4096, 2};
+  pipeline_.on_mm_created(key_, true);
+  updates(key_, child.pid(), 5);
+  pipeline_.on_mm_created(newer, true);
+  updates(newer, child.pid(), 3);
+  recorder_->sample(pipeline_, now_);
+  recorder_->sample(pipeline_, now_ + kSecond);
+  const std::vector<MmKey> ended = recorder_->take_ended_unseen();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0], key_);
+  mm_ends(key_);
+  EXPECT_EQ(recorder_->stats().exits, 0u);
+  recorder_->sample(pipeline_, now_ + 2 * kSecond);
+  EXPECT_TRUE(recorder_->take_ended_unseen().empty()) << "the newer one lives";
+}
+
 TEST_F(HistoryRecorderTest, MmWithoutUpdatesOrOfALiveProcessGetsNoExitRow) {
   // An exec replaced the mm of this (live) process: no exit.
   pipeline_.on_mm_created(key_, true);

@@ -11,8 +11,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -21,7 +19,6 @@
 
 #include "capture/audit_pipeline.h"
 #include "capture/bpf_capture.h"
-#include "capture/mm_resync.h"
 #include "capture/recording.h"
 #include "core/schemes/hpcc_tree.h"
 #include "os/clock.h"
@@ -31,26 +28,7 @@
 namespace rssaudit {
 namespace {
 
-constexpr size_t kPage = 4096;
-
 using testing::touch_pages;
-
-// RssFile, RssAnon, VmSwap, RssShmem of /proc/PID/status in pages, in
-// rss_stat member order.
-std::array<int64_t, kMembers> status_pages(pid_t pid) {
-  std::array<int64_t, kMembers> out{-1, -1, -1, -1};
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  const std::pair<const char*, int> keys[] = {{"RssFile:", kFilePages},
-                                              {"RssAnon:", kAnonPages},
-                                              {"VmSwap:", kSwapEnts},
-                                              {"RssShmem:", kShmemPages}};
-  std::string line;
-  while (std::getline(in, line))
-    for (const auto& [key, m] : keys)
-      if (line.rfind(key, 0) == 0)
-        out[m] = std::stoll(line.substr(std::strlen(key))) * 1024 / kPage;
-  return out;
-}
 
 void write_pid(int fd, pid_t pid) {
   if (write(fd, &pid, sizeof(pid)) != sizeof(pid)) _exit(7);
@@ -105,10 +83,10 @@ class Tap : public ReconstructorSink {
     if (!is_live(mm)) ++stray_events;
     steps.push_back({mm, false, {}, {}, e, hpcc_active(mm)});
   }
-  void on_baseline(const MmKey& mm, int member,
-                   std::optional<int64_t> pages) override {
+  void on_baseline(const MmKey& mm, int member, std::optional<int64_t> pages,
+                   std::optional<int64_t> kernel_count) override {
     if (!is_live(mm)) ++stray_events;
-    pipeline_.on_baseline(mm, member, pages);
+    pipeline_.on_baseline(mm, member, pages, kernel_count);
   }
   void on_mm_destroyed(const MmKey& mm) override {
     if (!is_live(mm)) ++stray_events;
@@ -423,150 +401,6 @@ TEST_F(LifeCycleTest, HpccTreeActivatesAtTheSecondThreadsCloneNotAtVfork) {
       "[ info ] %zu updates lazy (%zu after the vfork), %zu active from the "
       "thread's clone on\n",
       lazy, lazy_after_vfork, active);
-}
-
-}  // namespace
-}  // namespace rssaudit
-
-namespace rssaudit {
-namespace {
-
-// A process that faulted pages on every CPU before the capture started:
-// its slots and count are unknown to the stream. Its updates are flagged
-// until /proc/PID/status, read at a moment the stream shows it quiet, gives
-// the baseline; from then on the exact value is the kernel's precise one at
-// every quiescent point, and back to 0 at exit_mmap.
-TEST_F(LifeCycleTest, MmFromBeforeTheCaptureIsResyncedFromProcAtRest) {
-  if (!capture_->support().percpu_rss)
-    RSSAUDIT_SCHEME_SKIP(
-        "before Linux 6.2 every /proc file reads the atomics, not the "
-        "threads' caches: there is no precise value to resync from "
-        "(TaskCacheUpdate.AnMmFromBeforeTheCaptureIsNeverResyncedFromProc)");
-  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
-  capture_.reset();  // the process must start unseen
-  int ready[2], resume[2];
-  ASSERT_EQ(pipe(ready), 0);
-  ASSERT_EQ(pipe(resume), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    const auto step = [&] {
-      char c = 1;
-      if (write(ready[1], &c, 1) != 1 || read(resume[0], &c, 1) != 1) _exit(4);
-    };
-    for (int c = 0; c < cpus; ++c) {  // before the capture
-      testing::pin_to(c);
-      touch_pages(301 + 7 * c);
-    }
-    step();
-    testing::pin_to(0);  // under the capture, on CPU 0 only
-    touch_pages(200);
-    step();
-    for (int c = cpus - 1; c >= 0; --c) {  // every CPU again
-      testing::pin_to(c);
-      touch_pages(77);
-    }
-    step();
-    _exit(0);
-  }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
-  testing::TestCapture t = testing::open_test_capture();
-  ASSERT_TRUE(t.capture) << t.error;
-  capture_ = std::move(t.capture);
-
-  MmResync resync(MmResyncOptions{"/proc", kPage, 20'000'000, 32});
-  const auto child_mm = [&]() -> AuditPipeline::LiveMm* {
-    AuditPipeline::LiveMm* found = nullptr;
-    pipeline_->for_each_live([&](AuditPipeline::LiveMm& mm) {
-      if (mm.summary.tgid == uint32_t(child)) found = &mm;
-    });
-    return found;
-  };
-  // Lets the child run one step, drains until it is quiet again.
-  const auto step = [&] {
-    EXPECT_EQ(write(resume[1], &c, 1), 1);
-    char r;
-    EXPECT_EQ(read(ready[0], &r, 1), 1);
-    usleep(5000);
-    drain();
-  };
-  // Past the quiet time and the grace time: the resync is offered, then
-  // emitted (nothing of the child's moved meanwhile).
-  const auto resync_now = [&] {
-    usleep(25'000);
-    drain();
-    resync.run(*reconstructor_, monotonic_ns());
-    usleep(5000);
-    drain();
-  };
-  const auto expect_exact_is_status = [&](const char* when) {
-    AuditPipeline::LiveMm* mm = child_mm();
-    ASSERT_NE(mm, nullptr) << when;
-    const auto status = status_pages(child);
-    for (int m : {kFilePages, kAnonPages, kShmemPages}) {
-      EXPECT_TRUE(mm->exact_known[m]) << when << " member " << m;
-      EXPECT_EQ(mm->exact(m), status[m]) << when << " member " << m;
-    }
-    EXPECT_TRUE(mm->summary.absolute) << when;
-  };
-
-  step();  // 200 pages on CPU 0
-  {
-    AuditPipeline::LiveMm* mm = child_mm();
-    ASSERT_NE(mm, nullptr);
-    EXPECT_FALSE(mm->summary.from_zero);
-    EXPECT_FALSE(mm->exact_known[kAnonPages]) << "no baseline yet";
-    EXPECT_GE(mm->summary.flagged, 200u) << "flagged until a baseline";
-  }
-  resync_now();
-  EXPECT_GE(reconstructor_->stats().resyncs_applied, 1u);
-  expect_exact_is_status("after the resync");
-  const uint64_t flagged_at_baseline = child_mm()->summary.flagged;
-
-  step();  // 77 pages on each CPU
-  // On this machine's CPUs the stream alone keeps it exact; on a larger
-  // one a CPU unseen since the baseline needs another quiet moment.
-  if (cpus <= 2) {
-    expect_exact_is_status("after faults on every CPU, no new resync");
-    EXPECT_EQ(child_mm()->summary.flagged, flagged_at_baseline);
-  }
-  resync_now();
-  expect_exact_is_status("at rest at the end");
-
-  EXPECT_EQ(write(resume[1], &c, 1), 1);
-  int status = 0;
-  while (waitpid(child, &status, WNOHANG) == 0) {
-    drain();
-    usleep(1000);
-  }
-  usleep(5000);
-  drain();
-  reconstructor_->flush(*tap_);
-  EXPECT_EQ(capture_->drops(), 0u);
-  bool ended = false;
-  for (const Tap::Finished& f : tap_->finished) {
-    if (f.summary.tgid != uint32_t(child)) continue;
-    ended = true;
-    // Anon stayed known to the end (the CPUs were all seen); a member the
-    // teardown first touched on a CPU unseen since the baseline is unknown
-    // (flagged), never a made-up residue.
-    EXPECT_TRUE(f.known[kAnonPages]);
-    for (int m = 0; m < kMembers; ++m) {
-      if (f.known[m]) {
-        EXPECT_EQ(f.exact[m], 0) << "residue at exit_mmap, member " << m;
-      }
-    }
-  }
-  EXPECT_TRUE(ended);
-  const ReconstructorStats& st = reconstructor_->stats();
-  std::printf(
-      "[ info ] resyncs offered %llu applied %llu rejected %llu cancelled "
-      "%llu; %llu /proc reads\n",
-      static_cast<unsigned long long>(st.resyncs_offered),
-      static_cast<unsigned long long>(st.resyncs_applied),
-      static_cast<unsigned long long>(st.resyncs_rejected),
-      static_cast<unsigned long long>(st.resyncs_cancelled),
-      static_cast<unsigned long long>(resync.stats().reads));
 }
 
 }  // namespace

@@ -238,6 +238,12 @@ TEST(Service, CapturesWithOnlyTheCapabilitiesTheUnitGrants) {
       << "dd's mm audited, nothing flagged\n"
       << r.err;
   EXPECT_GE(std::stoi(dd[1].str()), 2048) << dd[0];
+  // The snapshot iterator (baselines of processes older than the daemon)
+  // attached and ran without an error under those capabilities.
+  EXPECT_EQ(r.err.find("snapshot iterator"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("\\nsnapshots passes=\\d+ [^\\n]* errors=0\\n")))
+      << r.err;
 }
 
 }  // namespace

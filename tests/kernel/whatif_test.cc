@@ -1,7 +1,6 @@
 // Root-only: `rssaudit whatif` on a live process and on a recording made by
 // `rssaudit record` on this kernel.
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,20 +44,14 @@ constexpr size_t kMib = 8;
 pid_t spawn_faulting_child(const std::string& go) {
   const pid_t pid = fork();
   if (pid == 0) {
-    // One CPU: a resync stays valid only while the mm's updates come from
-    // CPUs whose slots it pinned down (capture/delta_reconstructor.h).
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    sched_setaffinity(0, sizeof(one), &one);
     for (int i = 0; i < 600 && !std::filesystem::exists(go); ++i)
       usleep(100'000);
     const size_t bytes = kMib << 20;
     char* p = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     madvise(p, bytes, MADV_NOHUGEPAGE);
-    // One fault, then a rest: the capture sees the mm and can resync it
-    // from /proc while it is quiet.
+    // One fault, then a rest: the capture sees the mm and takes a snapshot
+    // of its counters before the burst.
     static_cast<volatile char*>(p)[0] = 1;
     usleep(300'000);
     for (size_t i = 4096; i < bytes; i += 4096)
@@ -79,8 +72,7 @@ class WhatifKernelTest : public ::testing::Test {
 
   // The child's mm: every update of it seen, each scheme within its bound.
   // The child exists before the capture: its peak is known only live,
-  // where whatif resyncs it from /proc while it waits; a recording has no
-  // /proc to resync from.
+  // where whatif takes a snapshot of its counters; a recording has none.
   static void expect_child_mm(const nlohmann::json& j, pid_t child,
                               bool peak_known) {
     ASSERT_FALSE(j["mms"].empty()) << j.dump();
@@ -90,12 +82,8 @@ class WhatifKernelTest : public ::testing::Test {
     // process existed before the capture).
     EXPECT_GE(mm["updates"].get<uint64_t>(), kMib * 256);
     if (peak_known) {
-      // A resync can be refused (an update raced the /proc read, or came
-      // from a CPU whose slot was unknown): then the peak is unknown, never
-      // a made-up number.
-      if (mm["peak_rss_pages"].is_number()) {
-        EXPECT_GE(mm["peak_rss_pages"].get<int64_t>(), int64_t(kMib) * 256);
-      }
+      ASSERT_TRUE(mm["peak_rss_pages"].is_number()) << mm.dump();
+      EXPECT_GE(mm["peak_rss_pages"].get<int64_t>(), int64_t(kMib) * 256);
     } else {
       EXPECT_TRUE(mm["peak_rss_pages"].is_null()) << mm.dump();
     }
