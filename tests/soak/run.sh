@@ -13,7 +13,7 @@ export LC_ALL=C  # $EPOCHREALTIME and printf with a decimal point
 usage() {
   cat <<'EOF'
 usage: tests/soak/run.sh [--short] [--no-restart]
-  --short        the CI form: a pool of 1000, 20 s phases (~2.5 min; full ~6 min)
+  --short        the CI form: a pool of 1000, 20 s phases (~2.5 min; full ~5 min)
   --no-restart   skip the restart on the same database
 Environment: BUILD (build directory, default build/), SOAK_POOL (processes),
 SOAK_STORM_RATE (forks/s), SOAK_RSS_BUDGET_MIB (256), SOAK_KEEP=1 (keep the
@@ -39,7 +39,7 @@ CLI=$BUILD/cli/rssaudit
 WORKLOAD=$BUILD/tests/soak/soak_workload
 UNIT=$ROOT/packaging/rssauditd.service.in
 
-# The plan. Full: ~6 min on 2 CPUs; short: ~2.5 min.
+# The plan. Full: ~5 min on 2 CPUs; short: ~2.5 min (measured, shared host).
 if ((short)); then
   pool=${SOAK_POOL:-1000}; pool_hold_s=20; storm_s=20; watch_s=15
 else
@@ -115,7 +115,8 @@ for limit in "pid_max=$pid_max" "threads-max=$threads_max" "ulimit -u=$nproc_lim
   ((needed <= value)) || die "the host cannot hold a pool of $pool: $host_tasks tasks run already, the pool, $busy_threads busy threads and a margin of $margin need $needed, over ${limit%=*} ($value). Set SOAK_POOL lower."
 done
 mem_available_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
-# ~0.3 MiB a pool process (page tables, stack, written data), measured here.
+# A pool process took ~150 KiB of MemAvailable here (page tables, stack,
+# written pages); 512 KiB each leaves room for other kernels' layouts.
 mem_needed_kib=$((pool * 512 + (memory_max >> 10) + (1 << 20)))
 ((mem_available_kib >= mem_needed_kib)) ||
   die "MemAvailable ${mem_available_kib} KiB is under the ${mem_needed_kib} KiB a pool of $pool, the daemon's MemoryMax and 1 GiB of margin need. Set SOAK_POOL lower."
@@ -361,6 +362,7 @@ pool_seen() { local n; n=$(live_count_of soak-pool) && ((n >= pool)) || daemon_d
 wait_until 60 pool_seen
 note_if_died ||
   say "the daemon audits $(live_count_of soak-pool || echo '?') of them after $(elapsed "$t_pool") s; holding ${pool_hold_s} s"
+t_hold=$EPOCHREALTIME
 pause "$pool_hold_s"
 
 # --------------------------------------------------------------- the storm
@@ -425,6 +427,16 @@ else
 fi
 note_if_died
 drops_before_stop=$(status_json | json_value drops)
+# The history's counts before the stop, from a summary asked for now: the
+# daemon may not live to log its last one.
+history_lines() { grep -c '^history ' "$W/daemon.log"; }
+history_logged() { (($(history_lines) > history_before_stop)); }
+history_before_stop=$(history_lines)
+if kill -USR1 "$daemon_pid" 2>/dev/null && wait_until 10 history_logged; then
+  unwritten_before_stop=$(log_value history unwritten_rows "$W/daemon.log")
+  dropped_before_stop=$(log_value history dropped_rows "$W/daemon.log")
+  history_before_stop=$(history_lines)
+fi
 
 # --------------------------------------------------------------- SIGSTOP
 say "phase 7: kill -STOP rssauditd for ${stop_s} s (the busy process goes on), then kill -CONT"
@@ -503,6 +515,15 @@ beyond_bound=$(q "select count(*) from samples s cross join processes p cross jo
   and s.drift is not null and abs(s.drift) > 3 * r.nr_cpus * (r.batch - 1)")
 IFS='|' read -r samples_total samples_known max_drift <<<"$(q "select count(*), count(s.drift), max(abs(s.drift))
   from samples s cross join processes p where p.id = s.process_id and p.run_id = $run_id")"
+# Every pool process should be in every sampling tick while all were
+# alive (from the hold to the mass exit, a second in from each end): per
+# process, its samples in that window; rows dropped would show as fewer.
+ns() { awk -v t="$1" -v d="$2" 'BEGIN { printf "%.0f", (t + d) * 1e9 }'; }
+IFS='|' read -r pool_sampled pool_ticks_min pool_ticks_max <<<"$(q "with c as (select process_id, count(*) n
+  from samples where time_ns between $(ns "$t_hold" 1) and $(ns "$t_mass_exit" -1) group by process_id)
+  select count(*), min(coalesce(c.n, 0)), max(coalesce(c.n, 0)) from processes p left join c on c.process_id = p.id
+  where p.run_id = $run_id and p.comm in ('soak-pool', 'soak-pooler') and p.pid != $pool_pid")"
+hold_window_s=$(awk -v a="$t_hold" -v b="$t_mass_exit" 'BEGIN { printf "%.0f", b - a - 2 }')
 pool_exits -23 >"$W/missing-pool-exits.txt"
 storm_exits -23 >"$W/missing-storm-exits.txt"
 pool_exits_db=$(pool_exits -12 | wc -l)
@@ -517,11 +538,16 @@ loss_drops=$(q "select coalesce(sum(capture_drops), 0) from losses where run_id 
 runs_in_db=$(q 'select count(*) from runs')
 db_bytes=$(du -cb "$db" "$db-wal" "$db-shm" 2>/dev/null | tail -1 | cut -f1)
 
-drops=$(log_value summary drops "$log")
-losses=$(log_value summary losses "$log")
-unwritten=$(log_value history unwritten_rows "$log")
-dropped=$(log_value history dropped_rows "$log")
-history_exits=$(log_value history exits "$log")
+# The summary logged at exit, if the daemon lived to log one (the lines
+# before the stop are the one asked for then).
+drops='' losses='' unwritten='' dropped='' history_exits=''
+if history_logged; then
+  drops=$(log_value summary drops "$log")
+  losses=$(log_value summary losses "$log")
+  unwritten=$(log_value history unwritten_rows "$log")
+  dropped=$(log_value history dropped_rows "$log")
+  history_exits=$(log_value history exits "$log")
+fi
 
 # The daemon's memory: the largest VmHWM seen and when its RSS was highest.
 peak_hwm_kib=$(awk '$3 != "-" && $3 > m { m = $3 } END { print m + 0 }' "$W/memory.txt")
@@ -604,7 +630,9 @@ check "pool exits recorded / seen" "$pool_exits_db / ${pool_reaped:-?} (created 
   "$(is_int "${pool_exits_db:-}" && [[ $pool_exits_db == "${pool_reaped:-x}" ]] && echo 1)"
 check "storm exits recorded / seen" "$storm_exits_db / $storm_reaped (forked $storm_forked, ${storm_rate_reached}/s; $storm_parent_named under the parent's name)$(missing_figure "$W/missing-storm-exits.txt")" "equal" \
   "$(is_int "${storm_exits_db:-}" && [[ $storm_exits_db == "$storm_reaped" ]] && echo 1)"
-check "history rows lost (unwritten + dropped)" "${unwritten:-?} + ${dropped:-?}" "0" \
+check "pool processes in every tick while alive" "samples per process ${pool_ticks_min:-?} to ${pool_ticks_max:-?} over ${hold_window_s} s, ${pool_sampled:-?} processes" "min = max (+-1)" \
+  "$(is_int "${pool_ticks_min:-}" && ((pool_ticks_min > 0 && pool_ticks_max - pool_ticks_min <= 1 && pool_sampled >= pool)) && echo 1)"
+check "history rows lost (unwritten + dropped)" "${unwritten:-?} + ${dropped:-?} (before the stop: ${dropped_before_stop:-?} dropped, ${unwritten_before_stop:-?} waiting for a flush)" "0" \
   "$(is_int "${unwritten:-}" && is_int "${dropped:-}" && ((unwritten + dropped == 0)) && echo 1)"
 check "stored drift beyond the kernel's bound" "${beyond_bound:-?} samples (RSS bound ${rss_bound:-none} pages; largest ${max_drift:-?}; $samples_known of $samples_total samples with drift)" "0" \
   "$(held test "${beyond_bound:-}" == 0)"
