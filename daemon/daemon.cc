@@ -347,6 +347,7 @@ class Daemon {
     drain();
     recorder_.sample(pipeline_, realtime_ns());
     live_.flush(pipeline_);
+    recorder_.write_open_model_errors();
     fmt::print(stderr, "rssauditd: stopping ({})\n", why);
     store_->end_run(realtime_ns());
     flush_store();

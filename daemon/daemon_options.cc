@@ -117,6 +117,11 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "0: audit only processes that update")
       ->capture_default_str()
       ->check(seconds(0.1, true));
+  app.add_option("--model-error-interval", o.recorder.model_error_interval_s,
+                 "Seconds one model-error row of a process covers: each "
+                 "scheme's largest error over them (0: a row per sample)")
+      ->capture_default_str()
+      ->check(seconds(0.1, true));
   app.add_option("--walk", o.walk,
                  "Page-table walks (smaps_rollup, pagemap): 'all' or PIDs")
       ->delimiter(',')
