@@ -138,6 +138,7 @@ void add_options(CLI::App& app, DaemonOptions& o) {
       ->check(finite_in(0.001, 36500, true, "days"));
   app.add_option("--retention-mib", o.retention_mib,
                  "Keep the history under this size (0: no limit)")
+      ->capture_default_str()
       ->check(finite_in(1, 1e9, true, "MiB"));
   app.add_option("--socket", o.socket,
                  "Control socket for live queries ('none': no socket)")
