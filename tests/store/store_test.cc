@@ -142,6 +142,13 @@ int64_t sample_count(const std::string& path) {
   return RawDb(path, SQLITE_OPEN_READONLY).num("SELECT count(*) FROM samples");
 }
 
+// Bytes of the file's pages that hold data.
+int64_t data_bytes(const std::string& path) {
+  return RawDb(path, SQLITE_OPEN_READONLY)
+      .num("SELECT (page_count - freelist_count) * page_size FROM "
+           "pragma_page_count, pragma_freelist_count, pragma_page_size");
+}
+
 // ---------------------------------------------------------------- schema --
 
 TEST(StoreSchema, FreshDatabaseIsCreatedAtTheLatestVersionInWalMode) {
@@ -1068,18 +1075,12 @@ TEST(StoreRetention, BySizeKeepsTheNewestRowsWithinTheBudget) {
       ASSERT_TRUE(store->flush().has_value());
     }
   }
-  auto data_bytes = [&] {
-    RawDb db(path, SQLITE_OPEN_READONLY);
-    return db.num(
-        "SELECT (page_count - freelist_count) * page_size FROM "
-        "pragma_page_count, pragma_freelist_count, pragma_page_size");
-  };
-  const int64_t full = data_bytes();
+  const int64_t full = data_bytes(path);
   EXPECT_EQ(sample_count(path), kRows);
 
   const uint64_t budget = full / 2;
   ASSERT_TRUE(store->apply_retention({.max_bytes = budget}, 0).has_value());
-  EXPECT_LE(data_bytes(), budget);
+  EXPECT_LE(data_bytes(path), budget);
   // The freed pages are reused before the file grows.
   const uint64_t size = fs::file_size(path);
   for (int64_t t = kRows; t < kRows + 1000; ++t) {
@@ -1267,10 +1268,7 @@ TEST(StoreGrowth, FlushesAddToTheGrowthAndRetentionDoesNotSubtract) {
   for (int64_t t = 0; t < 20000; ++t) store->add_sample(make_sample(p, t, t));
   ASSERT_TRUE(store->flush().has_value());
   const uint64_t grown = store->grown_bytes();
-  const int64_t data =
-      RawDb(path, SQLITE_OPEN_READONLY)
-          .num("SELECT (page_count - freelist_count) * page_size FROM "
-               "pragma_page_count, pragma_freelist_count, pragma_page_size");
+  const int64_t data = data_bytes(path);
   EXPECT_EQ(store->used_bytes(), static_cast<uint64_t>(data));
   EXPECT_GT(grown, 20000u * 50);  // tens of bytes a row, with its index
   EXPECT_LE(grown, static_cast<uint64_t>(data));
