@@ -59,9 +59,10 @@ std::string group_of(const std::string& path) {
   switch (err) {
     case ENOENT:
     case ENOTDIR:
-      fail(fmt::format("rssauditd is not running (no socket at {})", path));
+      throw DaemonNotRunning(
+          fmt::format("rssauditd is not running (no socket at {})", path));
     case ECONNREFUSED:
-      fail(fmt::format(
+      throw DaemonNotRunning(fmt::format(
           "rssauditd is not running (nothing listens on the socket {})", path));
     case EACCES:
     case EPERM: {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "core/formats/control_protocol.h"
@@ -18,6 +19,11 @@ std::string default_socket_path();
 
 // --socket PATH, defaulting to default_socket_path().
 void add_socket_option(CLI::App& sub, std::string& path);
+
+// No rssauditd at the socket: none there, or nothing listening on it.
+struct DaemonNotRunning : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // The successful response object to `request` from the daemon at
 // `socket_path`. Fails with one line: the daemon not running ("rssauditd is

@@ -40,6 +40,7 @@ struct Context {
   Window window;
   std::map<int64_t, RunSummary> runs;
   std::map<int64_t, ProcessSummary> processes;
+  std::vector<StoredGap> gaps;  // sampling gaps overlapping the window
 
   int64_t page_size(const ProcessSummary& p) const {
     return runs.at(p.run_id).info.page_size;
@@ -128,7 +129,9 @@ nlohmann::json run_json(const RunSummary& r) {
           {"page_size", r.info.page_size},
           {"rssaudit_version", r.info.rssaudit_version},
           {"started_ns", r.info.started_ns},
-          {"ended_ns", json_or_null(r.ended_ns)}};
+          {"ended_ns", json_or_null(r.ended_ns)},
+          {"state", run_state_name(r.state)},
+          {"stopped_ns", json_or_null(r.stopped_ns)}};
 }
 
 // Streams the samples rather than building one document: a day of a busy
@@ -140,8 +143,13 @@ void write_json(std::ostream& out, StoreReader& reader, const Context& c,
                          {"until_ns", c.window.until_ns},
                          {"runs", nlohmann::json::array()},
                          {"processes", nlohmann::json::array()},
+                         {"sampling_gaps", nlohmann::json::array()},
                          {"model_errors", nlohmann::json::array()}};
   for (const auto& [id, r] : c.runs) head["runs"].push_back(run_json(r));
+  for (const StoredGap& g : c.gaps)
+    head["sampling_gaps"].push_back({{"run_id", g.run_id},
+                                     {"start_ns", g.gap.start_ns},
+                                     {"end_ns", g.gap.end_ns}});
   for (const auto& [id, p] : c.processes)
     head["processes"].push_back(process_json(p));
   for (const ModelErrorRow& e : checked(reader.model_errors(
@@ -353,6 +361,46 @@ std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
   return out + "</table></div>\n";
 }
 
+// How the runs stand, and when the history does not cover them: a stopped
+// newest run first (its values are as of then), then the sampling gaps.
+std::string coverage_section(const Context& c) {
+  std::string out;
+  if (!c.runs.empty()) {
+    const RunSummary& newest = c.runs.rbegin()->second;
+    if (const std::string s = run_stopped_text(newest.state, newest.stopped_ns);
+        !s.empty())
+      out += fmt::format("<p><b>{}.</b>{}</p>\n", svg::escape(s),
+                         newest.state == RunState::kDied
+                             ? fmt::format(" ({}.)", kRunDiedNote)
+                             : std::string());
+  }
+  if (c.gaps.empty()) return out;
+  out +=
+      "<p>Sampling gaps: no process was sampled between these times "
+      "(rssauditd was stopped or stalled):</p>\n<ul>\n";
+  for (const StoredGap& g : c.gaps)
+    out += fmt::format("<li>run {}: {} to {} ({:.1f} s)</li>\n", g.run_id,
+                       local_time_text(g.gap.start_ns),
+                       local_time_text(g.gap.end_ns),
+                       double(g.gap.end_ns - g.gap.start_ns) / 1e9);
+  return out + "</ul>\n";
+}
+
+// One run as the report lists it: host, kernel, counting, and its state.
+std::string run_item(const RunSummary& r) {
+  const std::string note = counting_note(r.info.counting);
+  return fmt::format("<li>run {}: {}, kernel {}, {} CPUs, {}{}; {}</li>\n",
+                     r.id, svg::escape(r.info.host),
+                     svg::escape(r.info.kernel_release), r.info.nr_cpus,
+                     note.empty()
+                         ? fmt::format("percpu_counter batch {}", r.info.batch)
+                         : std::string("atomics + per-task caches"),
+                     note.empty() ? "" : ": " + svg::escape(note),
+                     r.state == RunState::kRunning
+                         ? std::string("running")
+                         : svg::escape(run_end_text(r.state, r.stopped_ns)));
+}
+
 void write_html(std::ostream& out, StoreReader& reader, const Context& c,
                 const ExportOptions& o) {
   std::vector<ProcessWindow> offenders =
@@ -366,16 +414,7 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
   rank(offenders, TopSort::kDrift);
   if (offenders.size() > o.top) offenders.resize(o.top);
   std::string runs;
-  for (const auto& [id, r] : c.runs) {
-    const std::string note = counting_note(r.info.counting);
-    runs += fmt::format(
-        "<li>run {}: {}, kernel {}, {} CPUs, {}{}</li>\n", id,
-        svg::escape(r.info.host), svg::escape(r.info.kernel_release),
-        r.info.nr_cpus,
-        note.empty() ? fmt::format("percpu_counter batch {}", r.info.batch)
-                     : std::string("atomics + per-task caches"),
-        note.empty() ? "" : ": " + svg::escape(note));
-  }
+  for (const auto& [id, r] : c.runs) runs += run_item(r);
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
          "charset=\"utf-8\">\n"
          "<title>rssaudit report</title>\n<style>\n"
@@ -395,7 +434,7 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
              local_time_text(c.window.since_ns),
              local_time_text(c.window.until_ns), svg::escape(o.db),
              c.processes.size(), runs)
-      << "<h2>The host</h2>\n"
+      << coverage_section(c) << "<h2>The host</h2>\n"
       << host_section(host) << largest_table(largest)
       << "<h2>Drift over time</h2>\n"
       << "<p>Each line is one process's drift: its RSS as "
@@ -435,6 +474,7 @@ void run(const ExportOptions& o) {
   for (ProcessSummary& p :
        checked(reader->processes_seen(c.window.since_ns, c.window.until_ns)))
     c.processes[p.id] = p;
+  c.gaps = checked(reader->sampling_gaps(c.window.since_ns, c.window.until_ns));
   std::ofstream file;
   if (!o.output.empty()) {
     file.open(o.output, std::ios::binary | std::ios::trunc);

@@ -36,19 +36,35 @@ static_assert(kSchemeHeadings.size() == SchemeSet::kCount);
 
 using SchemeErrors = std::array<std::optional<int64_t>, SchemeSet::kCount>;
 
-// Per sample, each scheme's error over the interval that ended last at or
-// before the sample (the daemon writes both at the same instant).
+// Per sample, each scheme's largest error over the model-error interval
+// holding it: an interval covers (start_ns, end_ns], a process's first one
+// [t, t]; every scheme's rows of an interval share its times. A sample of an
+// interval not written yet (still open in the daemon) has none.
 std::vector<SchemeErrors> errors_at(const std::vector<StoredSample>& samples,
                                     const std::vector<ModelErrorRow>& rows) {
   std::vector<SchemeErrors> out;
-  SchemeErrors current{};
   size_t next = 0;
   for (const StoredSample& s : samples) {
-    for (; next < rows.size() && rows[next].end_ns <= s.row.time_ns; ++next)
-      current[rows[next].scheme] = rows[next].largest_error;
-    out.push_back(current);
+    const int64_t t = s.row.time_ns;
+    while (next < rows.size() && rows[next].end_ns < t) ++next;
+    SchemeErrors e{};
+    for (size_t k = next;
+         k < rows.size() && rows[k].end_ns == rows[next].end_ns; ++k)
+      if (rows[k].start_ns < t || rows[k].start_ns == t)
+        e[rows[k].scheme] = rows[k].largest_error;
+    out.push_back(e);
   }
   return out;
+}
+
+// The window's sampling gaps of the process's run, for a person.
+void print_gaps(const std::vector<StoredGap>& gaps) {
+  for (const StoredGap& g : gaps)
+    fmt::print(
+        "no sample from {} to {} ({:.1f} s): rssauditd was stopped or "
+        "stalled\n",
+        local_time_text(g.gap.start_ns), local_time_text(g.gap.end_ns),
+        double(g.gap.end_ns - g.gap.start_ns) / 1e9);
 }
 
 // One sample per `step_ns` of time (from the epoch, so steps fall on whole
@@ -113,8 +129,17 @@ void run(const HistoryOptions& o) {
   const Window window = parse_window(o.since, o.until);
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   const ProcessSummary p = find_process(*reader, o.query.db, o.which, o.run);
-  const RunInfo run = run_info(*reader, p.run_id);
+  const RunSummary run_row = find_run(*reader, p.run_id);
+  const RunInfo& run = run_row.info;
   const int64_t page_size = run.page_size;
+  std::vector<StoredGap> gaps =
+      checked(reader->sampling_gaps(window.since_ns, window.until_ns));
+  std::erase_if(gaps, [&](const StoredGap& g) {
+    return g.run_id != p.run_id || g.gap.end_ns <= p.first_seen_ns ||
+           g.gap.start_ns >= p.last_seen_ns;
+  });
+  const std::string stopped =
+      p.exit_ns ? "" : run_stopped_text(run_row.state, run_row.stopped_ns);
   std::vector<StoredSample> samples =
       checked(reader->process_history(p.id, window.since_ns, window.until_ns));
   const size_t sampled = samples.size();
@@ -134,13 +159,20 @@ void run(const HistoryOptions& o) {
   }
   if (o.query.json || o.format == "json") {
     nlohmann::json j = process_identity_json(p);
-    j.update(nlohmann::json{{"page_size", page_size},
-                            {"counting", run.counting},
-                            {"since_ns", window.since_ns},
-                            {"until_ns", window.until_ns},
-                            {"step_ns", json_or_null(step_ns)},
-                            {"samples_in_window", sampled},
-                            {"samples", nlohmann::json::array()}});
+    j.update(
+        nlohmann::json{{"page_size", page_size},
+                       {"counting", run.counting},
+                       {"since_ns", window.since_ns},
+                       {"until_ns", window.until_ns},
+                       {"step_ns", json_or_null(step_ns)},
+                       {"samples_in_window", sampled},
+                       {"run_state", run_state_name(run_row.state)},
+                       {"run_stopped_ns", json_or_null(run_row.stopped_ns)},
+                       {"sampling_gaps", nlohmann::json::array()},
+                       {"samples", nlohmann::json::array()}});
+    for (const StoredGap& g : gaps)
+      j["sampling_gaps"].push_back(
+          {{"start_ns", g.gap.start_ns}, {"end_ns", g.gap.end_ns}});
     for (size_t i = 0; i < samples.size(); ++i) {
       const SampleRow& r = samples[i].row;
       nlohmann::json e = nlohmann::json::object();
@@ -170,6 +202,10 @@ void run(const HistoryOptions& o) {
         o.step);
   if (const std::string note = counting_note(run.counting); !note.empty())
     fmt::print("{}\n", note);
+  if (!stopped.empty()) fmt::print("{}\n", stopped);
+  if (!stopped.empty() && run_row.state == RunState::kDied)
+    fmt::print("{}\n", kRunDiedNote);
+  print_gaps(gaps);
   if (samples.empty()) return;
   fmt::print("{:>78}\n", "largest model error per interval, pages");
   fmt::print("{:<8}{:>11}{:>11}", "time", "rss", "drift");

@@ -103,10 +103,36 @@ ProcessSummary find_process(StoreReader& reader, const std::string& path,
   return p;
 }
 
-RunInfo run_info(StoreReader& reader, int64_t run_id) {
+RunSummary find_run(StoreReader& reader, int64_t run_id) {
   for (const RunSummary& r : checked(reader.list_runs()))
-    if (r.id == run_id) return r.info;
+    if (r.id == run_id) return r;
   throw std::runtime_error(fmt::format("run {} is missing", run_id));
+}
+
+std::string_view run_state_name(RunState state) {
+  switch (state) {
+    case RunState::kRunning:
+      return "running";
+    case RunState::kStopped:
+      return "stopped";
+    case RunState::kDied:
+      return "died";
+  }
+  return "?";
+}
+
+std::string run_end_text(RunState state,
+                         const std::optional<int64_t>& stopped_ns) {
+  if (state == RunState::kRunning) return {};
+  const std::string at = stopped_ns ? local_time_text(*stopped_ns) : "?";
+  return fmt::format("rssauditd stopped at {}{}", at,
+                     state == RunState::kDied ? " (died)" : "");
+}
+
+std::string run_stopped_text(RunState state,
+                             const std::optional<int64_t>& stopped_ns) {
+  const std::string end = run_end_text(state, stopped_ns);
+  return end.empty() ? end : end + "; these values are as of then";
 }
 
 std::string counting_note(std::string_view counting) {

@@ -64,8 +64,24 @@ ProcessSummary find_process(StoreReader& reader, const std::string& path,
                             const std::string& which,
                             std::optional<int64_t> run);
 
-// What run `run_id` recorded of its host (page size, counting scheme).
-RunInfo run_info(StoreReader& reader, int64_t run_id);
+// Run `run_id`: what it recorded of its host (page size, counting scheme)
+// and how it stands.
+RunSummary find_run(StoreReader& reader, int64_t run_id);
+
+// "running", "stopped" or "died", as JSON outputs name a run's state.
+std::string_view run_state_name(RunState state);
+// How a run that is not running ended: "rssauditd stopped at T", and
+// " (died)" when it did; empty while it runs.
+std::string run_end_text(RunState state,
+                         const std::optional<int64_t>& stopped_ns);
+// For the values of such a run: run_end_text() and "; these values are as
+// of then", in 80 columns. Empty while it runs.
+std::string run_stopped_text(RunState state,
+                             const std::optional<int64_t>& stopped_ns);
+// What "died" means, in one line for the outputs that name a died run.
+inline constexpr std::string_view kRunDiedNote =
+    "died: killed or crashed; rows of up to a flush interval before it were "
+    "lost";
 
 // Before 6.2 (RunInfo::counting kCountingTaskCache) which source is exact,
 // for a human, in lines of at most 80 columns: every reader reads the

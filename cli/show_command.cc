@@ -43,12 +43,15 @@ std::vector<Sources> sources_of(const SampleRow& r) {
           {"walk", r.walk, r.walk_rss}};
 }
 
-nlohmann::json json_of(const ProcessSummary& p, const RunInfo& run,
+nlohmann::json json_of(const ProcessSummary& p, const RunSummary& run_row,
                        const std::optional<StoredSample>& sample,
                        const std::vector<ModelErrorRow>& errors) {
+  const RunInfo& run = run_row.info;
   nlohmann::json j = process_json(p);
   j.update(nlohmann::json{{"page_size", run.page_size},
                           {"counting", run.counting},
+                          {"run_state", run_state_name(run_row.state)},
+                          {"run_stopped_ns", json_or_null(run_row.stopped_ns)},
                           {"sample", nullptr},
                           {"model_errors", nlohmann::json::array()}});
   if (sample) {
@@ -152,19 +155,25 @@ void run(const ShowOptions& o) {
   if (o.live.enabled) return run_show_live(o.live, o.query, o.which);
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   const ProcessSummary p = find_process(*reader, o.query.db, o.which, o.run);
-  const RunInfo run = run_info(*reader, p.run_id);
+  const RunSummary run_row = find_run(*reader, p.run_id);
+  const RunInfo& run = run_row.info;
   const int64_t page_size = run.page_size;
   const std::optional<StoredSample> sample =
       checked(reader->latest_sample(p.id));
   const std::vector<ModelErrorRow> errors =
       checked(reader->latest_model_errors(p.id));
   if (o.query.json) {
-    fmt::print("{}\n", json_text(json_of(p, run, sample, errors)));
+    fmt::print("{}\n", json_text(json_of(p, run_row, sample, errors)));
     return;
   }
   fmt::print("pid {} '{}', run {}, start ticks {}{}\n", p.identity.pid,
              printable(p.comm), p.run_id, p.identity.start_ticks,
              p.exit_ns ? ", exited " + local_time_text(*p.exit_ns) : "");
+  // Not exited, but no rssauditd watches it since: not known to run.
+  if (!p.exit_ns && run_row.state != RunState::kRunning) {
+    fmt::print("{}\n", run_stopped_text(run_row.state, run_row.stopped_ns));
+    if (run_row.state == RunState::kDied) fmt::print("{}\n", kRunDiedNote);
+  }
   if (!p.cgroup.empty()) fmt::print("cgroup {}\n", printable(p.cgroup));
   if (p.true_peak)  // its whole life's, even one shorter than a tick
     fmt::print("true peak RSS over its life: {}\n",

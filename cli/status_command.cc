@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +25,7 @@ namespace {
 
 struct StatusOptions {
   std::string socket;
+  std::string db = kDefaultDb;  // read when no daemon answers
   bool json = false;
   std::string gap;  // --gap: a shortfall to explain, e.g. "1.4G"
 };
@@ -85,9 +88,79 @@ std::string duration_text(double s) {
   return fmt::format("{}m {:02}s", m, sec);
 }
 
+std::string bytes_text(uint64_t bytes) {
+  return format_size(static_cast<int64_t>(bytes), 1, SizeUnit::kHuman);
+}
+
+// The history's size and cap, then how fast it grows: two lines for the
+// caller to indent.
+std::array<std::string, 2> database_lines(const DaemonHealth& h) {
+  std::array<std::string, 2> out;
+  out[0] = fmt::format("{} on disk, {} of data", bytes_text(h.store_file_bytes),
+                       bytes_text(h.store_used_bytes));
+  out[0] += h.store_cap_bytes > 0
+                ? fmt::format(" (cap {})", bytes_text(h.store_cap_bytes))
+                : " (no cap)";
+  if (!h.store_growth_bytes_per_s) {
+    out[1] = "growth not measured yet (a minute of flushes)";
+    return out;
+  }
+  const double per_day = *h.store_growth_bytes_per_s * 86400;
+  out[1] = fmt::format("growing {}/day over the last hour",
+                       bytes_text(uint64_t(per_day)));
+  if (h.store_cap_bytes > 0 && per_day > 0)
+    out[1] += fmt::format(" (the cap holds {:.1f} days)",
+                          double(h.store_cap_bytes) / per_day);
+  return out;
+}
+
+// No daemon answers: what its database says of the last run, if there is
+// one, before the failure is thrown on.
+void print_last_run(const StatusOptions& o) {
+  std::error_code ec;
+  if (!std::filesystem::exists(o.db, ec)) return;
+  Result<std::unique_ptr<StoreReader>, StoreError> reader =
+      StoreReader::open_read_only(o.db);
+  Result<std::vector<RunSummary>, StoreError> listed =
+      reader ? (*reader)->list_runs()
+             : Result<std::vector<RunSummary>, StoreError>(
+                   unexpected(reader.error()));
+  if (!listed) {
+    fmt::print(stderr, "rssaudit: {}\n", listed.error().message);
+    return;
+  }
+  const std::vector<RunSummary>& runs = *listed;
+  if (runs.empty()) return;
+  const RunSummary& r = runs.back();
+  if (o.json) {
+    fmt::print("{}\n",
+               json_text({{"running", false},
+                          {"database", o.db},
+                          {"last_run",
+                           {{"id", r.id},
+                            {"host", r.info.host},
+                            {"started_ns", r.info.started_ns},
+                            {"state", run_state_name(r.state)},
+                            {"stopped_ns", json_or_null(r.stopped_ns)}}}}));
+    return;
+  }
+  fmt::print("{}: last run {} on {}, started {}\n  {}\n", o.db, r.id,
+             printable(r.info.host), local_time_text(r.info.started_ns),
+             r.state == RunState::kRunning
+                 ? std::string("running, but its control socket did not "
+                               "answer")
+                 : run_stopped_text(r.state, r.stopped_ns));
+  if (r.state == RunState::kDied) fmt::print("  {}\n", kRunDiedNote);
+}
+
 void run(const StatusOptions& o) {
-  const nlohmann::json response =
-      ask_daemon(o.socket, Request{HealthRequest{}, {}});
+  nlohmann::json response;
+  try {
+    response = ask_daemon(o.socket, Request{HealthRequest{}, {}});
+  } catch (const DaemonNotRunning&) {
+    print_last_run(o);
+    throw;
+  }
   const DaemonHealth h = health_of(response);
   const HostRss host_total = host_rss(h);
   std::optional<GapShare> gap;
@@ -132,6 +205,16 @@ void run(const StatusOptions& o) {
   fmt::print("  store    {}\n", h.store_error.empty()
                                     ? "writing"
                                     : "FAILING: " + printable(h.store_error));
+  if (h.store_dropped_rows > 0)
+    fmt::print(
+        "           {} rows DROPPED (the oldest, while flushes failed)\n",
+        h.store_dropped_rows);
+  const auto database = database_lines(h);
+  fmt::print("  database {}\n           {}\n", database[0], database[1]);
+  if (h.sampling_gaps > 0)
+    fmt::print(
+        "  gaps     {} sampling gaps (the daemon was stopped or stalled)\n",
+        h.sampling_gaps);
   const auto host = host_lines(host_total, SizeUnit::kHuman);
   fmt::print("  host     {}\n           {}\n", host[0], host[1]);
   if (gap) print_gap(host_total, *gap);
@@ -144,6 +227,9 @@ void register_status(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "status", "The running rssauditd's health: events, losses, fidelity");
   add_socket_option(*sub, o->socket);
+  sub->add_option("--db", o->db,
+                  "History database, read when no rssauditd answers")
+      ->capture_default_str();
   sub->add_flag("--json", o->json, "Print JSON");
   sub->add_option("--gap", o->gap,
                   "How much of this gap (e.g. 1.4G) between the processes' "

@@ -111,15 +111,6 @@ int64_t wall_now_ns() {
       .count();
 }
 
-std::string local_time_text(int64_t ns) {
-  const time_t t = static_cast<time_t>(ns / kNsPerSecond);
-  struct tm tm = {};
-  localtime_r(&t, &tm);
-  char text[32];
-  strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
-  return text;
-}
-
 std::string utc_time_text(int64_t ns) {
   const time_t t = static_cast<time_t>(ns / kNsPerSecond);
   struct tm tm = {};

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "os/clock.h"  // local_time_text(): `ns` as local "YYYY-MM-DD HH:MM:SS"
 
 namespace rssaudit::cli {
 
@@ -19,9 +20,6 @@ int64_t wall_now_ns();
 
 // "30s", "15m", "1h", "7d" as nanoseconds (positive), or why not.
 Result<int64_t> duration_ns(std::string_view text);
-
-// `ns` as local "YYYY-MM-DD HH:MM:SS".
-std::string local_time_text(int64_t ns);
 
 // `ns` as UTC "YYYY-MM-DDTHH:MM:SSZ" (ISO 8601), for exports.
 std::string utc_time_text(int64_t ns);

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -35,8 +36,20 @@ struct TopOptions {
   FieldSelection fields;
 };
 
+// Where a process of the window stands at its end: gone, not known to run
+// (its rssauditd stopped before it exited: its values are as of the stop),
+// or running.
+enum class Standing { kRunning, kExited, kRunStopped };
+
+Standing standing_of(const ProcessWindow& w, int64_t until_ns) {
+  if (w.process.exit_ns && *w.process.exit_ns < until_ns)
+    return Standing::kExited;
+  if (w.run_state != RunState::kRunning) return Standing::kRunStopped;
+  return Standing::kRunning;
+}
+
 // A window as a CSV row: machine values, bytes, empty when unknown.
-Row window_cells(const ProcessWindow& w, bool exited) {
+Row window_cells(const ProcessWindow& w, Standing standing) {
   const std::optional<int64_t> rss = resident_pages(w.latest.row);
   auto bytes = [&](const std::optional<int64_t>& pages) {
     return cell(pages ? std::optional(*pages * w.page_size) : std::nullopt);
@@ -48,7 +61,8 @@ Row window_cells(const ProcessWindow& w, bool exited) {
           {"start_ticks", static_cast<int64_t>(w.process.identity.start_ticks)},
           {"comm", w.process.comm},
           {"cgroup", w.process.cgroup},
-          {"exited", int64_t{exited}},
+          {"exited", int64_t{standing == Standing::kExited}},
+          {"run_stopped", int64_t{standing == Standing::kRunStopped}},
           {"rss_bytes", bytes(rss)},
           {"drift_bytes", bytes(w.latest.drift)},
           {"max_drift_bytes", bytes(w.worst_drift)},
@@ -90,8 +104,21 @@ nlohmann::json window_json(const ProcessWindow& w) {
       {"drift_to_rss_bound",
        ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)},
       {"samples", w.samples},
-      {"last_sample_ns", w.latest.row.time_ns}});
+      {"last_sample_ns", w.latest.row.time_ns},
+      {"run_state", run_state_name(w.run_state)},
+      {"run_stopped_ns", json_or_null(w.run_stopped_ns)}});
   return j;
+}
+
+// Per run whose processes are listed as stopped with it: when, and how.
+std::vector<std::string> stop_lines(const std::vector<ProcessWindow>& stopped) {
+  std::vector<std::string> out;
+  std::set<int64_t> said;
+  for (const ProcessWindow& w : stopped)
+    if (said.insert(w.process.run_id).second)
+      out.push_back(fmt::format("run {}: {}", w.process.run_id,
+                                run_end_text(w.run_state, w.run_stopped_ns)));
+  return out;
 }
 
 void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit) {
@@ -132,8 +159,19 @@ void run(TopOptions o) {
   std::vector<ProcessWindow> all =
       checked(reader->process_windows(window.since_ns, window.until_ns));
   const HostRss host = host_rss(all, window.until_ns);
-  // Named processes passing the filters: living ones ranked, exited apart.
-  std::vector<ProcessWindow> living, exited;
+  // The host figures are the newest run's: as of its stop, if it stopped.
+  const auto newest = std::ranges::max_element(
+      all, {}, [](const ProcessWindow& w) { return w.process.run_id; });
+  const bool any_sampled = newest != all.end();
+  const RunState host_state =
+      any_sampled ? newest->run_state : RunState::kRunning;
+  const std::optional<int64_t> host_stopped_ns =
+      any_sampled ? newest->run_stopped_ns : std::nullopt;
+  const bool task_cache = std::ranges::any_of(
+      all, [](const ProcessWindow& w) { return w.task_cache; });
+  // Named processes passing the filters: living ones ranked, exited and
+  // those of stopped runs apart.
+  std::vector<ProcessWindow> living, exited, stopped;
   size_t nameless = 0;
   for (ProcessWindow& w : all) {
     if (TopFilter::nameless(w.process.identity.pid, w.process.comm)) {
@@ -145,55 +183,87 @@ void run(TopOptions o) {
             w.process.comm, w.process.cgroup,
             rss ? std::optional(*rss * w.page_size) : std::nullopt))
       continue;
-    const bool gone = w.process.exit_ns && *w.process.exit_ns < window.until_ns;
-    (gone ? exited : living).push_back(std::move(w));
+    switch (standing_of(w, window.until_ns)) {
+      case Standing::kRunning:
+        living.push_back(std::move(w));
+        break;
+      case Standing::kExited:
+        exited.push_back(std::move(w));
+        break;
+      case Standing::kRunStopped:
+        stopped.push_back(std::move(w));
+        break;
+    }
   }
   const size_t listed = living.size();
   const TopSort by = o.sort == "ratio" ? TopSort::kRatio
                      : o.sort == "rss" ? TopSort::kRss
                                        : TopSort::kDrift;
-  rank(living, by);
-  rank(exited, by);
-  if (living.size() > o.limit) living.resize(o.limit);
-  if (exited.size() > o.limit) exited.resize(o.limit);
+  for (std::vector<ProcessWindow>* group : {&living, &exited, &stopped}) {
+    rank(*group, by);
+    if (group->size() > o.limit) group->resize(o.limit);
+  }
   if (o.format == "csv") {
-    const Row header = window_cells(ProcessWindow{}, false);
+    const Row header = window_cells(ProcessWindow{}, Standing::kRunning);
     const std::vector<size_t> columns = o.fields.pick(header);
     write_csv_header(std::cout, header, columns);
-    for (const ProcessWindow& w : living)
-      write_csv_line(std::cout, window_cells(w, false), columns);
-    for (const ProcessWindow& w : exited)
-      write_csv_line(std::cout, window_cells(w, true), columns);
+    for (const auto& [group, standing] :
+         {std::pair{&living, Standing::kRunning},
+          std::pair{&exited, Standing::kExited},
+          std::pair{&stopped, Standing::kRunStopped}})
+      for (const ProcessWindow& w : *group)
+        write_csv_line(std::cout, window_cells(w, standing), columns);
     return;
   }
   if (o.query.json) {
-    nlohmann::json j = {{"since_ns", window.since_ns},
-                        {"until_ns", window.until_ns},
-                        {"host_rss", host_rss_json(host)},
-                        {"processes_with_samples", listed},
-                        {"nameless_processes", nameless},
-                        {"processes", nlohmann::json::array()},
-                        {"exited", nlohmann::json::array()}};
+    nlohmann::json j = {
+        {"since_ns", window.since_ns},
+        {"until_ns", window.until_ns},
+        {"host_rss", host_rss_json(host)},
+        {"host_run_state", any_sampled
+                               ? nlohmann::json(run_state_name(host_state))
+                               : nlohmann::json(nullptr)},
+        {"host_run_stopped_ns", json_or_null(host_stopped_ns)},
+        {"processes_with_samples", listed},
+        {"nameless_processes", nameless},
+        {"processes", nlohmann::json::array()},
+        {"exited", nlohmann::json::array()},
+        {"run_stopped", nlohmann::json::array()}};
     for (const ProcessWindow& w : living)
       j["processes"].push_back(window_json(w));
     for (const ProcessWindow& w : exited) j["exited"].push_back(window_json(w));
+    for (const ProcessWindow& w : stopped)
+      j["run_stopped"].push_back(window_json(w));
     fmt::print("{}\n", json_text(j));
     return;
   }
   fmt::print("{} .. {}: {} of {} running processes sampled\n",
              local_time_text(window.since_ns), local_time_text(window.until_ns),
              living.size(), listed);
-  if (!all.empty()) {
+  if (any_sampled) {
     const auto host_text = host_lines(host, o.query.unit());
     fmt::print("host, newest samples: {}\n      {}\n", host_text[0],
                host_text[1]);
+    if (host_state != RunState::kRunning)
+      fmt::print("      as of {}, when rssauditd stopped{}\n",
+                 host_stopped_ns ? local_time_text(*host_stopped_ns) : "?",
+                 host_state == RunState::kDied ? " (died)" : "");
   }
-  const std::vector<ProcessWindow>& any = living.empty() ? exited : living;
-  if (any.empty()) return;
-  if (std::ranges::any_of(any,
-                          [](const ProcessWindow& w) { return w.task_cache; }))
-    fmt::print("{}\n", counting_note(kCountingTaskCache));
-  print_rows(living, o.query.unit());
+  if (living.empty() && exited.empty() && stopped.empty()) return;
+  if (task_cache) fmt::print("{}\n", counting_note(kCountingTaskCache));
+  if (!living.empty() || stopped.empty()) print_rows(living, o.query.unit());
+  if (!stopped.empty()) {
+    fmt::print(
+        "not known to run (rssauditd stopped before they exited), as of "
+        "then:\n");
+    for (const std::string& line : stop_lines(stopped))
+      fmt::print("  {}\n", line);
+    if (std::ranges::any_of(stopped, [](const ProcessWindow& w) {
+          return w.run_state == RunState::kDied;
+        }))
+      fmt::print("  {}\n", kRunDiedNote);
+    print_rows(stopped, o.query.unit());
+  }
   if (!exited.empty()) {
     fmt::print("exited in the window:\n");
     print_rows(exited, o.query.unit());

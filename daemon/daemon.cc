@@ -28,6 +28,7 @@
 #include "daemon/summary_log.h"
 #include "os/clock.h"
 #include "sampler/reader_probe.h"
+#include "store/growth_rate.h"
 #include "store/store.h"
 
 namespace rssaudit {
@@ -67,15 +68,23 @@ class Daemon {
     recorder_.set_exited_lookup(exited_lookup());
     every(
         poll_timer_, [this] { return double(live_.next_poll_ns()) / 1e9; },
-        [this] { drain(); });
+        [this] {
+          drain();
+          flush_if_backlog_high();
+        });
     every(
         sample_timer_, [this] { return options_.sample_s; },
         [this] {
+          const uint64_t fired = monotonic_ns();
           drain();
-          recorder_.sample(pipeline_, realtime_ns());
+          const int64_t now = realtime_ns();
+          note_sampling_gap(fired, now);
+          recorder_.sample(pipeline_, now);
           for (const MmKey& key : recorder_.take_ended_unseen())
             live_.end_unseen(key);
+          last_tick_done_ns_ = monotonic_ns();
           note_rate();
+          flush_if_backlog_high();
           notifier_.status(status_line());
         });
     every(
@@ -95,6 +104,15 @@ class Daemon {
         if (!ec) stop("duration reached");
       });
     }
+    for (const DiedRun& r : store_->died_runs())
+      fmt::print(stderr,
+                 "rssauditd: run {} (started {}) did not stop cleanly: its "
+                 "rssauditd was killed, crashed or lost its host after its "
+                 "last heartbeat at {}; marked died there (rows of at most "
+                 "one flush interval before it, and each process's open "
+                 "model-error interval, were not written)\n",
+                 r.id, local_time_text(r.started_ns),
+                 local_time_text(r.stopped_ns));
     fmt::print(stderr,
                "rssauditd: capturing{} into {}; SIGUSR1 prints a summary, "
                "SIGHUP reloads {}\n",
@@ -194,6 +212,13 @@ class Daemon {
     h.fidelity_matched = pipeline_.fidelity_matched();
     h.live_mms = pipeline_.live_mms();
     h.store_error = last_store_error_;
+    h.store_dropped_rows = store_->dropped_rows();
+    h.store_pending_rows = store_->pending_rows();
+    h.store_file_bytes = store_->file_bytes();
+    h.store_used_bytes = store_->used_bytes();
+    h.store_cap_bytes = retention().max_bytes;
+    h.store_growth_bytes_per_s = growth_.bytes_per_s();
+    h.sampling_gaps = sampling_gaps_;
     return h;
   }
   LiveView view() {
@@ -213,12 +238,44 @@ class Daemon {
         [this](int64_t bound) { return recorder_.quiet_processes(bound); });
   }
   std::string status_line() const {
+    const uint64_t dropped = store_->dropped_rows();
     const double behind = lag_s();
     return fmt::format(
-        "{:.0f} events/s, {} processes audited, {} drops{}{}", events_per_s_,
+        "{:.0f} events/s, {} processes audited, {} drops{}{}{}", events_per_s_,
         pipeline_.live_mms(), live_.capture().drops(),
         behind > 1 ? fmt::format(", behind by {:.0f} s", behind) : "",
-        last_store_error_.empty() ? "" : ", history not written");
+        last_store_error_.empty() ? "" : ", history not written",
+        dropped ? fmt::format(", {} history rows dropped", dropped) : "");
+  }
+  // The sampling timer, fired at monotonic `fired_ns`, came more than
+  // twice the interval after the previous tick's work ended (over an
+  // interval late): the loop was stopped (SIGSTOP) or stalled, and no
+  // process was sampled between. A tick's own work delays the next one by
+  // as long, and is no gap: the samples say when they were taken.
+  void note_sampling_gap(uint64_t fired_ns, int64_t wall_ns) {
+    if (last_tick_done_ns_ != 0 &&
+        double(fired_ns - last_tick_done_ns_) > 2e9 * options_.sample_s) {
+      ++sampling_gaps_;
+      store_->add_sampling_gap(SamplingGap{last_tick_wall_ns_, wall_ns});
+      fmt::print(stderr,
+                 "rssauditd: no sample from {} to {} ({:.1f} s): the daemon "
+                 "was stopped or stalled; recorded as a sampling gap\n",
+                 local_time_text(last_tick_wall_ns_), local_time_text(wall_ns),
+                 double(wall_ns - last_tick_wall_ns_) / 1e9);
+    }
+    last_tick_wall_ns_ = wall_ns;
+  }
+  // Rows beyond a quarter of the backlog's bound: written now rather than
+  // at the timer, so that a host of thousands of processes never takes the
+  // batch to its bound between two flushes. From the loop, once per tick
+  // or drain at most.
+  void flush_if_backlog_high() {
+    if (flush_posted_ || !store_->backlog_high()) return;
+    flush_posted_ = true;
+    boost::asio::post(io_, [this] {
+      flush_posted_ = false;
+      flush_store();
+    });
   }
   // Runs `fn` every `period_s()` seconds until the loop stops; the period
   // is read each time, so a reload changes it from the next tick.
@@ -270,15 +327,39 @@ class Daemon {
       fmt::print(stderr, "rssauditd: history written again\n");
     last_store_error_ = s ? "" : s.error().message;
     if (!s) last_store_code_ = s.error().code;
-    if (s && flushes_++ % kFlushesPerRetention == 0) apply_retention();
+    say_dropped_rows();
+    if (!s) return;
+    const uint64_t now = monotonic_ns();
+    growth_.add(now, store_->grown_bytes());
+    if (retained_ns_ == 0 || now - retained_ns_ >= kRetentionPeriodNs) {
+      retained_ns_ = now;
+      apply_retention();
+    }
   }
-  void apply_retention() {
+  // Once per kind of row: the first drop of it, and that it is counted.
+  void say_dropped_rows() {
+    const auto& dropped = store_->dropped_by_kind();
+    for (size_t k = 0; k < kRowKinds; ++k) {
+      if (dropped[k] == 0 || said_dropped_[k]) continue;
+      said_dropped_[k] = true;
+      fmt::print(stderr,
+                 "rssauditd: history rows dropped: {} kept in memory passed "
+                 "{} while flushes failed; the oldest are dropped from now "
+                 "on, counted in status, the metrics and the losses table, "
+                 "and the exit will be 1\n",
+                 kRowKindNames[k], StoreOptions{}.max_pending_rows);
+    }
+  }
+  RetentionPolicy retention() const {
     RetentionPolicy p;
     p.max_age = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(options_.retention_days * 86400));
     p.max_bytes = static_cast<uint64_t>(options_.retention_mib * (1 << 20));
+    return p;
+  }
+  void apply_retention() {
     if (const Result<void, StoreError> s =
-            store_->apply_retention(p, realtime_ns());
+            store_->apply_retention(retention(), realtime_ns());
         !s)
       fmt::print(stderr, "rssauditd: retention: {}\n", s.error().message);
   }
@@ -348,9 +429,13 @@ class Daemon {
     notifier_.stopping(fmt::format("stopping ({})", why));
     if (control_) control_->stop();
     if (metrics_) metrics_->stop();
+    const uint64_t fired = monotonic_ns();
     drain();
-    recorder_.sample(pipeline_, realtime_ns());
+    const int64_t now = realtime_ns();
+    note_sampling_gap(fired, now);
+    recorder_.sample(pipeline_, now);
     live_.flush(pipeline_);
+    recorder_.write_open_model_errors();
     fmt::print(stderr, "rssauditd: stopping ({})\n", why);
     store_->end_run(realtime_ns());
     flush_store();
@@ -361,10 +446,19 @@ class Daemon {
                  unwritten, store_->path(), last_store_error_);
       exit_code_ = 1;
     }
+    if (const uint64_t dropped = store_->dropped_rows(); dropped > 0) {
+      fmt::print(stderr,
+                 "rssauditd: {} history rows were dropped (the oldest, while "
+                 "flushes failed); the losses table counts them\n",
+                 dropped);
+      exit_code_ = 1;
+    }
     io_.stop();
   }
 
-  static constexpr uint64_t kFlushesPerRetention = 720;
+  // Retention after a flush at most this often: a minute of growth at most
+  // past the size cap.
+  static constexpr uint64_t kRetentionPeriodNs = 60'000'000'000;
   const std::vector<std::string> args_;
   DaemonOptions options_;
   const RunInfo run_;
@@ -374,9 +468,17 @@ class Daemon {
   std::unique_ptr<Store> store_;
   ProcessSampler sampler_;
   HistoryRecorder recorder_;
-  uint64_t drops_ = 0, unreadable_ = 0, ambiguous_ = 0, flushes_ = 0;
+  uint64_t drops_ = 0, unreadable_ = 0, ambiguous_ = 0;
   uint64_t reopened_ = 0;
-  int exit_code_ = 0;  // 1 when history was left unwritten at the stop
+  uint64_t retained_ns_ = 0;  // monotonic time retention was last applied
+  GrowthRate growth_;
+  bool flush_posted_ = false;
+  std::array<bool, kRowKinds> said_dropped_{};
+  uint64_t last_tick_done_ns_ = 0;  // monotonic: the last tick's work ended
+  int64_t last_tick_wall_ns_ = 0;   // the wall time its samples carry
+  uint64_t sampling_gaps_ = 0;
+  // 1 when history was left unwritten at the stop, or dropped before it.
+  int exit_code_ = 0;
   std::string last_store_error_;
   StoreError::Code last_store_code_{};
   uint64_t rate_since_ns_ = 0, rate_events_ = 0;

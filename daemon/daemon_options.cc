@@ -117,6 +117,11 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "0: audit only processes that update")
       ->capture_default_str()
       ->check(seconds(0.1, true));
+  app.add_option("--model-error-interval", o.recorder.model_error_interval_s,
+                 "Seconds one model-error row of a process covers: each "
+                 "scheme's largest error over them (0: a row per sample)")
+      ->capture_default_str()
+      ->check(seconds(0.1, true));
   app.add_option("--walk", o.walk,
                  "Page-table walks (smaps_rollup, pagemap): 'all' or PIDs")
       ->delimiter(',')
@@ -133,6 +138,7 @@ void add_options(CLI::App& app, DaemonOptions& o) {
       ->check(finite_in(0.001, 36500, true, "days"));
   app.add_option("--retention-mib", o.retention_mib,
                  "Keep the history under this size (0: no limit)")
+      ->capture_default_str()
       ->check(finite_in(1, 1e9, true, "MiB"));
   app.add_option("--socket", o.socket,
                  "Control socket for live queries ('none': no socket)")

@@ -120,7 +120,7 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
     t.who = RecordedIdentity{id, s.id.pid, s.id.start_time, s.stat.comm,
                              std::move(cgroup)};
     write_sample(mm, t, s, wall_ns);
-    write_model_errors(mm, t, wall_ns);
+    note_model_errors(mm, t, wall_ns, false);
   });
   sample_quiet(live_tgids, wall_ns);
 }
@@ -274,14 +274,12 @@ void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
   ++stats_.samples_written;
 }
 
-void HistoryRecorder::write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
-                                         int64_t wall_ns) {
+void HistoryRecorder::note_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
+                                        int64_t wall_ns, bool ending) {
   const auto errors = mm.audit.take_interval_error();
+  std::array<ModelErrorRow, SchemeSet::kCount> tick{};
   mm.audit.schemes().for_each([&](size_t i, const auto& scheme) {
-    ModelErrorRow row;
-    row.process_id = t.who.process_id;
-    row.start_ns = t.interval_start_ns;
-    row.end_ns = wall_ns;
+    ModelErrorRow& row = tick[i];
     row.scheme = i;
     row.largest_error = errors[i];
     Bound bound = scheme.bound(kAnonPages);
@@ -294,9 +292,50 @@ void HistoryRecorder::write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
     t.shared_before[i] = scheme.shared_updates();
     row.bytes_per_mm = static_cast<int64_t>(scheme.bytes_per_mm());
     row.read_cost = scheme.read_cost();
-    store_.add_model_error(row);
   });
-  t.interval_start_ns = wall_ns;
+  // Another bound, size or read cost (a scheme's state grew with the CPUs
+  // the process ran on) is no maximum or sum: it ends the rows.
+  const auto same_scheme_state = [&] {
+    for (size_t i = 0; i < SchemeSet::kCount; ++i) {
+      const ModelErrorRow &open = t.errors[i], &now = tick[i];
+      if (now.bound != open.bound || now.bytes_per_mm != open.bytes_per_mm ||
+          now.read_cost != open.read_cost)
+        return false;
+    }
+    return true;
+  };
+  if (t.errors_open && !same_scheme_state()) write_open_errors(t);
+  if (!t.errors_open) {
+    t.errors = tick;
+    t.errors_open = true;
+  } else {
+    for (size_t i = 0; i < SchemeSet::kCount; ++i) {
+      t.errors[i].largest_error =
+          std::max(t.errors[i].largest_error, tick[i].largest_error);
+      t.errors[i].shared_updates += tick[i].shared_updates;
+    }
+  }
+  t.errors_end_ns = wall_ns;
+  const auto interval_ns =
+      static_cast<int64_t>(options_.model_error_interval_s * 1e9);
+  if (ending || wall_ns - t.interval_start_ns >= interval_ns)
+    write_open_errors(t);
+}
+
+void HistoryRecorder::write_open_errors(Tracked& t) {
+  for (ModelErrorRow& row : t.errors) {
+    row.process_id = t.who.process_id;
+    row.start_ns = t.interval_start_ns;
+    row.end_ns = t.errors_end_ns;
+    store_.add_model_error(row);
+  }
+  t.interval_start_ns = t.errors_end_ns;
+  t.errors_open = false;
+}
+
+void HistoryRecorder::write_open_model_errors() {
+  for (auto& [addr, t] : tracked_)
+    if (t.errors_open && t.who.process_id) write_open_errors(t);
 }
 
 void HistoryRecorder::on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
@@ -313,7 +352,10 @@ void HistoryRecorder::on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
             .sample(SampleRequest{
                 t.who.pid, ProcessId{t.who.pid, t.who.start_ticks}, false, {}})
             .outcome != SampleOutcome::kOk;
-    if (process_gone) record_end(mm, t, wall_ns);
+    if (process_gone)
+      record_end(mm, t, wall_ns);
+    else  // the mm's last errors, under the process that goes on
+      note_model_errors(mm, t, wall_ns, true);
   } else {
     // Ended before a tick sampled it (or before its owner was seen): its
     // identity can only be read now, from a zombie's stat at best.
@@ -372,7 +414,7 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
 
 void HistoryRecorder::record_end(AuditPipeline::LiveMm& mm, Tracked& t,
                                  int64_t wall_ns) {
-  write_model_errors(mm, t, wall_ns);
+  note_model_errors(mm, t, wall_ns, true);
   ++stats_.exits;
   const MmSummary& s = mm.summary;
   if (t.ended_unseen) {

@@ -1,8 +1,10 @@
 // Turns the live audit into history rows: on each sampling tick, every
 // audited process's /proc sources side by side with the BPF-side values of
-// the same moment, the model fidelity and each scheme's errors over the
-// interval; at an mm's end, its exit row (and an anomaly when the exact
-// tracker is not back to zero). A process that ends before any tick sampled
+// the same moment and the model fidelity; each scheme's errors over an
+// interval of ticks (a row per scheme when the interval ends: see
+// RecorderOptions::model_error_interval_s); at an mm's end, its last
+// errors and its exit row (and an anomaly when the exact tracker is not
+// back to zero). A process that ends before any tick sampled
 // it still gets its row at exit. A quiet process (no update since the
 // capture started, so no mm in the audit: started before the daemon and
 // idle since) is found in /proc and sampled from /proc alone, less often:
@@ -37,6 +39,14 @@ struct RecorderOptions {
   // sample only keeps it in the history's windows: 1 000 idle processes
   // cost 12 000 rows an hour at 300 s (~33 us each, measured here).
   double quiet_interval_s = 300;
+  // Seconds one model-error row of a process covers: each scheme's largest
+  // error over them, its shared updates summed. A row set is written when
+  // the interval is this long, when a scheme's bound, bytes or read cost
+  // change (no maximum or sum of those), or when the mm ends; 0: a row set
+  // per sample. At the default a process writes its six rows once a minute
+  // where it wrote them every tick, as many as its samples' bytes and
+  // more (docs/rssauditd.md).
+  double model_error_interval_s = 60;
 };
 
 // Quiet processes sampled per tick at most: a host of 10 000 idle processes
@@ -94,6 +104,9 @@ class HistoryRecorder {
   // live in the audit: their exit_mmap records were lost. The caller ends
   // them (LiveAudit::end_unseen()); on_exit() then records them as such.
   std::vector<MmKey> take_ended_unseen() { return std::move(ended_unseen_); }
+  // Writes every process's model-error interval still open, as it stands
+  // (at the stop: an interval is otherwise written when it ends).
+  void write_open_model_errors();
   // Where to ask who an ended process was when /proc no longer says (its
   // parent reaped it first): the capture keeps it (bpf/rss_event.h).
   void set_exited_lookup(ExitedLookup lookup) {
@@ -115,7 +128,13 @@ class HistoryRecorder {
     // who.process_id 0: not recorded (filtered or not yet seen).
     RecordedIdentity who;
     std::optional<uint64_t> last_walk_ns;
+    // The model-error interval: from interval_start_ns to errors_end_ns
+    // (the tick that last extended it), each scheme's row in `errors`;
+    // written when it ends.
     int64_t interval_start_ns = 0;
+    bool errors_open = false;
+    int64_t errors_end_ns = 0;
+    std::array<ModelErrorRow, SchemeSet::kCount> errors{};
     std::array<uint64_t, SchemeSet::kCount> shared_before{};
     uint64_t fidelity_checked_before = 0;
     uint64_t fidelity_matched_before = 0;
@@ -153,8 +172,12 @@ class HistoryRecorder {
                      bool status_precise) const;
   void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
                     int64_t wall_ns);
-  void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
-                          int64_t wall_ns);
+  // Adds the errors since the previous call to the open interval (after
+  // writing it first where a scheme's state changed); writes it when it
+  // has lasted the interval, or `ending` (the mm ends).
+  void note_model_errors(AuditPipeline::LiveMm& mm, Tracked& t, int64_t wall_ns,
+                         bool ending);
+  void write_open_errors(Tracked& t);
   // Records the process of an mm that ends unsampled; false when it is not
   // to be recorded (alive after an exec, filtered out).
   bool record_unsampled(const AuditPipeline::LiveMm& mm, Tracked& t,

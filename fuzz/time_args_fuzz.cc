@@ -46,7 +46,7 @@ void check(std::string_view text) {
       if (duration)
         FUZZ_CHECK(*time == (*duration <= now ? now - *duration : 0), what);
     } else {
-      const std::string local = cli::local_time_text(*time);
+      const std::string local = local_time_text(*time);
       const auto again = cli::parse_time_arg(local, now);
       FUZZ_CHECK(again && *again == *time,
                  fmt::format("{} printed as {}", what, local));

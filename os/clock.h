@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace rssaudit {
 
@@ -22,6 +23,16 @@ inline int64_t realtime_ns() {
   timespec ts;
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// A realtime_ns() value as local "YYYY-MM-DD HH:MM:SS", for people.
+inline std::string local_time_text(int64_t ns) {
+  const time_t t = static_cast<time_t>(ns / 1'000'000'000);
+  struct tm tm = {};
+  ::localtime_r(&t, &tm);
+  char text[32];
+  ::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
 }
 
 // `s` seconds as a steady_clock duration, for timers and deadlines.

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/schemes/scheme_set.h"
+#include "os/clock.h"
 
 namespace rssaudit {
 namespace {
@@ -55,7 +56,16 @@ Result<Store::Parts, StoreError> Store::open_parts(const std::string& path) {
                                                    "writing: {}",
                                                    path, std::strerror(err))});
   }
-  if (flock(lock->fd, LOCK_EX | LOCK_NB) != 0) {
+  // A reader probes the lock with a shared one it drops at once
+  // (store_queries.cc): a few retries keep that from refusing a start.
+  int locked = -1;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if ((locked = flock(lock->fd, LOCK_EX | LOCK_NB)) == 0 ||
+        errno != EWOULDBLOCK)
+      break;
+    usleep(4000);
+  }
+  if (locked != 0) {
     const int err = errno;
     return unexpected(StoreError{
         err == EWOULDBLOCK ? StoreError::Code::kBusy : StoreError::Code::kIo,
@@ -97,6 +107,11 @@ Result<std::unique_ptr<Store>, StoreError> Store::open(
   store->next_run_id_ = *run;
   if (Result<void, StoreError> s = store->prepare_all(); !s)
     return unexpected(std::move(s).error());
+  if (Result<void, StoreError> s = store->mark_died_runs(); !s)
+    return unexpected(std::move(s).error());
+  Result<uint64_t, StoreError> used = store->measure_used_bytes();
+  if (!used) return unexpected(std::move(used).error());
+  store->used_bytes_ = *used;
   return store;
 }
 
@@ -105,9 +120,10 @@ std::string Store::sql_text(Sql q) {
     case kUpsertRun:
       return "INSERT INTO runs (id, host, kernel_release, nr_cpus, batch, "
              "page_size, rssaudit_version, started_ns, ended_ns, counting, "
-             "status_precise) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-             "ON CONFLICT (id) DO UPDATE SET ended_ns = excluded.ended_ns";
+             "status_precise, alive_ns, end_reason) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+             "ON CONFLICT (id) DO UPDATE SET ended_ns = excluded.ended_ns, "
+             "alive_ns = excluded.alive_ns, end_reason = excluded.end_reason";
     case kUpsertProcess:
       return "INSERT INTO processes (id, run_id, pid, start_ticks, comm, "
              "cgroup, "
@@ -138,6 +154,9 @@ std::string Store::sql_text(Sql q) {
       return "INSERT INTO losses (run_id, time_ns, capture_drops, "
              "unreadable_files, "
              "ambiguous_events, store_dropped) VALUES (?, ?, ?, ?, ?, ?)";
+    case kInsertSamplingGap:
+      return "INSERT INTO sampling_gaps (run_id, start_ns, end_ns) "
+             "VALUES (?, ?, ?)";
     case kDeleteSamples:
       return "DELETE FROM samples WHERE time_ns < ?1";
     case kDeleteModelErrors:
@@ -146,6 +165,8 @@ std::string Store::sql_text(Sql q) {
       return "DELETE FROM anomalies WHERE time_ns < ?1";
     case kDeleteLosses:
       return "DELETE FROM losses WHERE time_ns < ?1";
+    case kDeleteSamplingGaps:
+      return "DELETE FROM sampling_gaps WHERE end_ns < ?1";
     // A process goes with its last row, a run with its last process. Its
     // samples and model errors lie within [first_seen_ns, last_seen_ns]
     // (the store widens the range for every row it is given), so the time
@@ -167,13 +188,16 @@ std::string Store::sql_text(Sql q) {
              "AND coalesce(ended_ns, started_ns) < ?1 "
              "AND NOT EXISTS (SELECT 1 FROM processes WHERE run_id = runs.id) "
              "AND NOT EXISTS (SELECT 1 FROM anomalies WHERE run_id = runs.id) "
-             "AND NOT EXISTS (SELECT 1 FROM losses WHERE run_id = runs.id)";
+             "AND NOT EXISTS (SELECT 1 FROM losses WHERE run_id = runs.id) "
+             "AND NOT EXISTS (SELECT 1 FROM sampling_gaps "
+             "WHERE run_id = runs.id)";
     case kTimeRange:
       return "SELECT min(lo), max(hi) FROM ("
              "SELECT min(time_ns) AS lo, max(time_ns) AS hi FROM samples "
              "UNION ALL SELECT min(end_ns), max(end_ns) FROM model_errors "
              "UNION ALL SELECT min(time_ns), max(time_ns) FROM anomalies "
-             "UNION ALL SELECT min(time_ns), max(time_ns) FROM losses)";
+             "UNION ALL SELECT min(time_ns), max(time_ns) FROM losses "
+             "UNION ALL SELECT min(end_ns), max(end_ns) FROM sampling_gaps)";
     case kSqlCount:
       break;
   }
@@ -189,6 +213,70 @@ Result<void, StoreError> Store::prepare_all() {
     sql_.push_back(std::move(s).value());
   }
   return {};
+}
+
+Result<void, StoreError> Store::mark_died_runs() {
+  // Unended, and no rssauditd holds the file (we do): its daemon stopped
+  // without ending it. Its heartbeat is the time of its last flush; a run
+  // from before schema 9 has none, its newest sighting of a process comes
+  // nearest.
+  Result<Statement, StoreError> q = db_->prepare(
+      "SELECT id, started_ns, max(coalesce(alive_ns, started_ns), "
+      "coalesce((SELECT max(last_seen_ns) FROM processes "
+      "WHERE run_id = runs.id), started_ns)) "
+      "FROM runs WHERE ended_ns IS NULL ORDER BY id");
+  if (!q) return unexpected(std::move(q).error());
+  int rc;
+  while ((rc = q->step()) == SQLITE_ROW)
+    died_runs_.push_back(
+        DiedRun{q->column_int(0), q->column_int(1), q->column_int(2)});
+  q->reset();
+  if (rc != SQLITE_DONE) return db_->error(rc, "finding unended runs");
+  if (died_runs_.empty()) return {};
+  Result<Statement, StoreError> end = db_->prepare(
+      "UPDATE runs SET ended_ns = ?2, end_reason = 'died' WHERE id = ?1");
+  if (!end) return unexpected(std::move(end).error());
+  Statement& anomaly = sql_[kInsertAnomaly];
+  return transaction("marking died runs", [&] {
+    Result<void, StoreError> s;
+    for (const DiedRun& r : died_runs_) {
+      end->bind(1, r.id);
+      end->bind(2, r.stopped_ns);
+      if (s = db_->run(*end, "marking died runs"); !s) return s;
+      anomaly.bind(1, r.id);
+      anomaly.bind_optional(2, std::nullopt);
+      anomaly.bind(3, r.stopped_ns);
+      anomaly.bind_text(4, "run_died");
+      anomaly.bind_text(
+          5,
+          "rssauditd stopped without ending its run (killed, crashed, or "
+          "its host went down) after its last heartbeat: the rows of at "
+          "most one flush interval before it, and each process's open "
+          "model-error interval, were not written");
+      if (s = db_->run(anomaly, "marking died runs"); !s) return s;
+    }
+    return s;
+  });
+}
+
+Result<uint64_t, StoreError> Store::measure_used_bytes() {
+  Result<int64_t, StoreError> pages = db_->query_int(
+      "SELECT page_count - freelist_count FROM pragma_page_count, "
+      "pragma_freelist_count");
+  if (!pages) return unexpected(std::move(pages).error());
+  Result<int64_t, StoreError> page_size = db_->query_int("PRAGMA page_size");
+  if (!page_size) return unexpected(std::move(page_size).error());
+  return static_cast<uint64_t>(*pages * *page_size);
+}
+
+uint64_t Store::file_bytes() const {
+  uint64_t total = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    struct stat st {};
+    if (stat((db_->path() + suffix).c_str(), &st) == 0)
+      total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
 }
 
 int64_t Store::begin_run(const RunInfo& run) {
@@ -269,38 +357,61 @@ void Store::mark_dirty(int64_t process_id, Process& p) {
 }
 
 template <class T>
-void Store::push_capped(std::deque<T>& rows, T row, int64_t time_ns) {
+void Store::push_capped(RowKind kind, std::deque<T>& rows, T row,
+                        int64_t time_ns) {
   latest_ns_ = std::max(latest_ns_, time_ns);
   rows.push_back(std::move(row));
-  if (rows.size() > options_.max_pending_rows) {
+  // While flushes succeed the caller flushes at backlog_high(): a tick may
+  // take the batch past the bound, never a row is lost for it.
+  while (failing_ && rows.size() > options_.max_pending_rows) {
     rows.pop_front();
-    ++dropped_rows_;
+    ++dropped_[static_cast<size_t>(kind)];
     ++dropped_unrecorded_;
   }
 }
 
 void Store::add_sample(const SampleRow& row) {
   widen_seen(row.process_id, row.time_ns);
-  push_capped(samples_, row, row.time_ns);
+  push_capped(RowKind::kSamples, samples_, row, row.time_ns);
 }
 
 void Store::add_model_error(const ModelErrorRow& row) {
   widen_seen(row.process_id, row.end_ns);
-  push_capped(model_errors_, row, row.end_ns);
+  push_capped(RowKind::kModelErrors, model_errors_, row, row.end_ns);
 }
 
 void Store::add_anomaly(AnomalyRow row) {
   const int64_t time_ns = row.time_ns;
-  push_capped(anomalies_, PendingAnomaly{run_id_, std::move(row)}, time_ns);
+  push_capped(RowKind::kAnomalies, anomalies_,
+              PendingAnomaly{run_id_, std::move(row)}, time_ns);
 }
 
 void Store::add_loss(const LossRow& row) {
-  push_capped(losses_, PendingLoss{run_id_, row}, row.time_ns);
+  push_capped(RowKind::kLosses, losses_, PendingLoss{run_id_, row},
+              row.time_ns);
+}
+
+void Store::add_sampling_gap(const SamplingGap& gap) {
+  push_capped(RowKind::kSamplingGaps, gaps_, PendingGap{run_id_, gap},
+              gap.end_ns);
 }
 
 size_t Store::pending_rows() const {
   return samples_.size() + model_errors_.size() + anomalies_.size() +
-         losses_.size();
+         losses_.size() + gaps_.size();
+}
+
+bool Store::backlog_high() const {
+  const size_t high = options_.max_pending_rows / 4;
+  return !failing_ && (samples_.size() > high || model_errors_.size() > high ||
+                       anomalies_.size() > high || losses_.size() > high ||
+                       gaps_.size() > high);
+}
+
+uint64_t Store::dropped_rows() const {
+  uint64_t total = 0;
+  for (uint64_t n : dropped_) total += n;
+  return total;
 }
 
 template <class Body>
@@ -314,6 +425,17 @@ Result<void, StoreError> Store::transaction(std::string_view what,
 }
 
 Result<void, StoreError> Store::flush() {
+  Result<void, StoreError> s = write_batch();
+  failing_ = !s;
+  return s;
+}
+
+Result<void, StoreError> Store::write_batch() {
+  // The heartbeat: a run whose rssauditd dies stopped after it.
+  if (run_id_ != 0) {
+    alive_ns_ = realtime_ns();
+    run_dirty_ = true;
+  }
   if (pending_rows() == 0 && dirty_processes_.empty() && !run_dirty_ &&
       dropped_unrecorded_ == 0) {
     return {};
@@ -321,7 +443,8 @@ Result<void, StoreError> Store::flush() {
   if (Result<void, StoreError> r = follow_the_path(); !r) return kept(r);
   if (Result<void, StoreError> r = check_not_frozen(); !r) return kept(r);
   // First the run and the processes, which the rows refer to, and the
-  // losses, which say what is missing: small, and needed by all the rest.
+  // losses and gaps, which say what is missing: small, and needed by all
+  // the rest.
   Result<void, StoreError> s =
       transaction(fmt::format("writing {} processes and {} losses",
                               dirty_processes_.size(), losses_.size()),
@@ -340,6 +463,7 @@ Result<void, StoreError> Store::flush() {
   }
   dirty_processes_.clear();
   losses_.clear();
+  gaps_.clear();
   dropped_unrecorded_ = 0;
   // Then the rows, a piece per transaction: a disk with room for part of a
   // batch kept through a long failure takes that part now, the rest later,
@@ -358,6 +482,11 @@ Result<void, StoreError> Store::flush() {
     model_errors_.erase(model_errors_.begin(),
                         model_errors_.begin() + piece.model_errors);
     anomalies_.erase(anomalies_.begin(), anomalies_.begin() + piece.anomalies);
+  }
+  // What this flush added to the data; a failed measure adds nothing.
+  if (const Result<uint64_t, StoreError> used = measure_used_bytes(); used) {
+    if (*used > used_bytes_) grown_bytes_ += *used - used_bytes_;
+    used_bytes_ = *used;
   }
   return {};
 }
@@ -455,6 +584,11 @@ Result<void, StoreError> Store::write_heads() {
     q.bind_optional(11, run_.status_precise
                             ? std::optional<int64_t>(*run_.status_precise)
                             : std::nullopt);
+    q.bind(12, alive_ns_);
+    if (run_ended_ns_)
+      q.bind_text(13, "stopped");
+    else
+      q.bind_optional(13, std::nullopt);
     if (s = db_->run(q, what); !s) return s;
   }
   for (int64_t id : dirty_processes_) {
@@ -504,6 +638,14 @@ Result<void, StoreError> Store::write_heads() {
   if (dropped_unrecorded_ > 0) {
     s = write_loss(run_id_, LossRow{.time_ns = latest_ns_},
                    dropped_unrecorded_);
+    if (!s) return s;
+  }
+  Statement& gap = sql_[kInsertSamplingGap];
+  for (const PendingGap& g : gaps_) {
+    gap.bind(1, g.run_id);
+    gap.bind(2, g.gap.start_ns);
+    gap.bind(3, g.gap.end_ns);
+    if (s = db_->run(gap, what); !s) return s;
   }
   return s;
 }
@@ -562,20 +704,26 @@ Result<void, StoreError> Store::apply_retention(const RetentionPolicy& policy,
                                                 int64_t now_ns) {
   Result<void, StoreError> s = check_not_frozen();
   if (!s) return s;
+  const int64_t changes_before = db_->total_changes();
   if (policy.max_age.count() > 0)
     s = delete_before(now_ns - policy.max_age.count());
   if (s && policy.max_bytes > 0) s = trim_to_size(policy.max_bytes);
-  // A large delete fills the WAL; write it back and truncate it now.
-  if (s) {
+  // Applied every minute, it mostly finds nothing to delete. A large delete
+  // fills the WAL; write it back and truncate it now.
+  if (s && db_->total_changes() != changes_before) {
     s = db_->exec("PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
+    if (const Result<uint64_t, StoreError> used = measure_used_bytes(); used)
+      used_bytes_ = *used;
   }
   return s;
 }
 
 Result<void, StoreError> Store::delete_before(int64_t cutoff_ns) {
+  const int64_t changes_before = db_->total_changes();
   Result<void, StoreError> s = transaction("deleting old rows", [&] {
-    for (Sql q : {kDeleteSamples, kDeleteModelErrors, kDeleteAnomalies,
-                  kDeleteLosses, kDeleteProcesses, kDeleteRuns}) {
+    for (Sql q :
+         {kDeleteSamples, kDeleteModelErrors, kDeleteAnomalies, kDeleteLosses,
+          kDeleteSamplingGaps, kDeleteProcesses, kDeleteRuns}) {
       sql_[q].bind(1, cutoff_ns);
       if (q == kDeleteRuns) sql_[q].bind(2, run_id_);
       Result<void, StoreError> r = db_->run(sql_[q], "deleting old rows");
@@ -583,7 +731,7 @@ Result<void, StoreError> Store::delete_before(int64_t cutoff_ns) {
     }
     return Result<void, StoreError>();
   });
-  if (!s) return s;
+  if (!s || db_->total_changes() == changes_before) return s;
   // The rows of cached processes may be gone: an idle one gets a new row
   // when seen again, the others are written whole by the next flush.
   seen_cache_id_ = 0;
@@ -601,13 +749,9 @@ Result<void, StoreError> Store::trim_to_size(uint64_t max_bytes) {
   // Deletes by time, oldest first, a share of the time range proportional to
   // the excess; rows and pages do not shrink in proportion, hence the loop.
   for (int round = 0; round < 64; ++round) {
-    Result<int64_t, StoreError> pages = db_->query_int(
-        "SELECT page_count - freelist_count FROM pragma_page_count, "
-        "pragma_freelist_count");
-    Result<int64_t, StoreError> page_size = db_->query_int("PRAGMA page_size");
-    if (!pages) return unexpected(std::move(pages).error());
-    if (!page_size) return unexpected(std::move(page_size).error());
-    const uint64_t used = static_cast<uint64_t>(*pages * *page_size);
+    Result<uint64_t, StoreError> measured = measure_used_bytes();
+    if (!measured) return unexpected(std::move(measured).error());
+    const uint64_t used = *measured;
     if (used <= max_bytes) return {};
 
     Statement& range = sql_[kTimeRange];

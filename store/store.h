@@ -1,15 +1,21 @@
 // The daemon's writer of the history database. Callers append rows to an
 // in-memory batch (no SQL, no I/O, no failure on their path); flush() writes
-// the whole batch in one transaction. A failed flush (disk full, read-only,
-// I/O error) keeps the batch for the next one, bounded by dropping the
-// oldest rows, which are counted and recorded as a loss once writing works
-// again. Nothing is thrown: every failure is a StoreError naming the file.
+// the whole batch in one transaction. While flushes succeed no row is ever
+// dropped: the batch says when it passes a quarter of its bound
+// (backlog_high()) and the caller flushes then. A failed flush (disk full,
+// read-only, I/O error) keeps the batch for the next one, bounded by
+// dropping the oldest rows, which are counted per kind and recorded as a
+// loss once writing works again. Nothing is thrown: every failure is a
+// StoreError naming the file.
 //
 // One writer per database: open() takes an exclusive lock on the file, so a
 // second rssauditd on the same database is refused, and the ids this class
-// allocates in memory cannot collide.
+// allocates in memory cannot collide. Holding it, open() marks every run
+// left unended as died (its rssauditd was killed or crashed): ended at its
+// heartbeat, the time of its last flush, which every flush writes.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -28,9 +34,32 @@
 namespace rssaudit {
 
 struct StoreOptions {
-  // Rows of each kind (samples, model errors, anomalies, losses) kept while
-  // flushes fail; beyond it the oldest are dropped. ~400 bytes per sample.
+  // Rows of each kind kept while flushes fail; beyond it the oldest are
+  // dropped. ~400 bytes per sample. While flushes succeed the batch may pass
+  // it within one tick: the caller flushes from a quarter of it on.
   size_t max_pending_rows = size_t{1} << 16;
+};
+
+// The kinds of rows the batch holds, each bounded on its own.
+enum class RowKind : uint8_t {
+  kSamples,
+  kModelErrors,
+  kAnomalies,
+  kLosses,
+  kSamplingGaps,
+};
+inline constexpr size_t kRowKinds = 5;
+// As the tables are named.
+inline constexpr std::array<std::string_view, kRowKinds> kRowKindNames = {
+    "samples", "model_errors", "anomalies", "losses", "sampling_gaps"};
+
+// A run found unended at open: its rssauditd stopped without ending it.
+struct DiedRun {
+  int64_t id = 0;
+  int64_t started_ns = 0;
+  // Its last heartbeat (or, for a run from before schema 9, its newest
+  // process sighting): what it wrote is as of then.
+  int64_t stopped_ns = 0;
 };
 
 struct RetentionPolicy {
@@ -71,9 +100,11 @@ class Store {
   void add_model_error(const ModelErrorRow& row);
   void add_anomaly(AnomalyRow row);
   void add_loss(const LossRow& row);
+  void add_sampling_gap(const SamplingGap& gap);
 
-  // Writes the batch: the run, processes and losses in one transaction,
-  // then the rows kPieceRows per transaction. What a failure leaves
+  // Writes the batch: the run with its heartbeat (now), processes, losses
+  // and sampling gaps in one transaction, then the rows kPieceRows per
+  // transaction. What a failure leaves
   // unwritten is kept and retried by the next flush; rows already stored
   // are never touched. A database file deleted since the last flush is
   // noticed first: the store goes on in a new file at the path, writes the
@@ -91,8 +122,24 @@ class Store {
 
   // Rows waiting for a successful flush.
   size_t pending_rows() const;
-  // Rows dropped because flushes failed for too long, since open.
-  uint64_t dropped_rows() const { return dropped_rows_; }
+  // A kind of row passed a quarter of max_pending_rows while the last flush
+  // succeeded: flush now, lest a tick of a large host reach the bound. False
+  // while flushes fail (the next one is the timer's, not one per tick).
+  bool backlog_high() const;
+  // Rows dropped because flushes failed for too long, since open; per kind.
+  uint64_t dropped_rows() const;
+  const std::array<uint64_t, kRowKinds>& dropped_by_kind() const {
+    return dropped_;
+  }
+  // The runs open() found unended and marked died.
+  const std::vector<DiedRun>& died_runs() const { return died_runs_; }
+  // Bytes of the database's pages that hold data, as of the last flush or
+  // retention; and how many of them the flushes added since open (what
+  // retention deleted is not subtracted): the history's growth.
+  uint64_t used_bytes() const { return used_bytes_; }
+  uint64_t grown_bytes() const { return grown_bytes_; }
+  // The files' size on disk: the database and its -wal.
+  uint64_t file_bytes() const;
   // Times the database file was found deleted, and a new one begun.
   uint64_t reopened() const { return reopened_; }
 
@@ -133,6 +180,10 @@ class Store {
     int64_t run_id = 0;
     AnomalyRow row;
   };
+  struct PendingGap {
+    int64_t run_id = 0;
+    SamplingGap gap;
+  };
   enum Sql {
     kUpsertRun,
     kUpsertProcess,
@@ -141,10 +192,12 @@ class Store {
     kInsertModelError,
     kInsertAnomaly,
     kInsertLoss,
+    kInsertSamplingGap,
     kDeleteSamples,
     kDeleteModelErrors,
     kDeleteAnomalies,
     kDeleteLosses,
+    kDeleteSamplingGaps,
     kDeleteProcesses,
     kDeleteRuns,
     kTimeRange,
@@ -170,7 +223,13 @@ class Store {
   static std::string sql_text(Sql q);
   Result<void, StoreError> prepare_all();
   template <class T>
-  void push_capped(std::deque<T>& rows, T row, int64_t time_ns);
+  void push_capped(RowKind kind, std::deque<T>& rows, T row, int64_t time_ns);
+  // Marks the runs left unended as died; fills died_runs_.
+  Result<void, StoreError> mark_died_runs();
+  // Pages holding data, in bytes, now.
+  Result<uint64_t, StoreError> measure_used_bytes();
+  // flush() but for the record of its success.
+  Result<void, StoreError> write_batch();
   Result<void, StoreError> write_heads();
   Result<void, StoreError> write_piece(Pieces& piece);
   // `failed`, saying how many rows wait for the next flush.
@@ -203,6 +262,7 @@ class Store {
   int64_t run_id_ = 0;
   RunInfo run_;
   std::optional<int64_t> run_ended_ns_;
+  int64_t alive_ns_ = 0;  // the heartbeat the next write of the run carries
   bool run_dirty_ = false;
 
   int64_t next_process_id_ = 1;
@@ -216,7 +276,12 @@ class Store {
   std::deque<ModelErrorRow> model_errors_;
   std::deque<PendingAnomaly> anomalies_;
   std::deque<PendingLoss> losses_;
-  uint64_t dropped_rows_ = 0;
+  std::deque<PendingGap> gaps_;
+  std::array<uint64_t, kRowKinds> dropped_{};
+  bool failing_ = false;  // the last flush failed
+  std::vector<DiedRun> died_runs_;
+  uint64_t used_bytes_ = 0;
+  uint64_t grown_bytes_ = 0;
   uint64_t reopened_ = 0;
   uint64_t dropped_unrecorded_ = 0;
   int64_t latest_ns_ = 0;  // newest time appended: stamps the store's losses

@@ -105,6 +105,8 @@ std::string Statement::column_text(int index) const {
 
 Database::~Database() { sqlite3_close_v2(db_); }
 
+int64_t Database::total_changes() const { return sqlite3_total_changes64(db_); }
+
 Result<std::unique_ptr<Database>, StoreError> Database::open(
     const std::string& path, Mode mode) {
   return open_at(path, mode, latest_schema_version());

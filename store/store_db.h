@@ -105,6 +105,8 @@ class Database {
   Result<int64_t, StoreError> query_int(std::string_view sql);
   // Rolls back the open transaction, if SQLite has not already done so.
   void rollback();
+  // Rows inserted, updated or deleted through this connection since open.
+  int64_t total_changes() const;
 
   // The error of SQLite result `rc` for this file while doing `what`,
   // ready to return.

@@ -1,9 +1,14 @@
 #include "store/store_queries.h"
 
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <map>
 #include <string_view>
 
 #include "core/schemes/scheme_set.h"
@@ -105,6 +110,22 @@ std::vector<ModelErrorRow> known_schemes(
   return out;
 }
 
+// Whether an rssauditd holds the database at `path`: Store::open keeps an
+// exclusive flock on it. Probed with a shared lock dropped at once (the
+// writer retries its own a moment for it), before SQLite opens the file:
+// closing this descriptor later would drop the POSIX locks SQLite holds.
+std::optional<bool> writer_holds(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<bool> held;
+  if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+    held = false;
+  else if (errno == EWOULDBLOCK)
+    held = true;
+  close(fd);
+  return held;
+}
+
 // A samples row with its stored drift after the sample columns.
 StoredSample read_stored_sample(const Statement& s) {
   return StoredSample{read_sample(s, 0), s.column_optional(kSampleColumnCount)};
@@ -114,10 +135,12 @@ StoredSample read_stored_sample(const Statement& s) {
 
 Result<std::unique_ptr<StoreReader>, StoreError> StoreReader::open_read_only(
     const std::string& path) {
+  const std::optional<bool> held = writer_holds(path);
   Result<std::unique_ptr<Database>, StoreError> db =
       Database::open(path, Database::Mode::kReadOnly);
   if (!db) return unexpected(std::move(db).error());
-  return std::unique_ptr<StoreReader>(new StoreReader(std::move(db).value()));
+  return std::unique_ptr<StoreReader>(
+      new StoreReader(std::move(db).value(), held));
 }
 
 template <class Bind, class Read>
@@ -136,11 +159,14 @@ auto StoreReader::rows(std::string_view sql, Bind&& bind, Read&& read)
 }
 
 Result<std::vector<RunSummary>, StoreError> StoreReader::list_runs() {
-  return rows(
+  auto runs = rows(
       "SELECT r.id, r.host, r.kernel_release, r.nr_cpus, r.batch, "
       "r.page_size, r.rssaudit_version, r.started_ns, r.ended_ns, "
       "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), r.counting, "
-      "r.status_precise "
+      "r.status_precise, r.end_reason, "
+      "max(coalesce(r.alive_ns, r.started_ns), coalesce((SELECT "
+      "max(last_seen_ns) FROM processes p WHERE p.run_id = r.id), "
+      "r.started_ns)) "
       "FROM runs r ORDER BY r.id",
       [](Statement&) {},
       [](const Statement& q) {
@@ -158,7 +184,39 @@ Result<std::vector<RunSummary>, StoreError> StoreReader::list_runs() {
         r.info.counting = q.column_text(10);
         if (const auto precise = q.column_optional(11))
           r.info.status_precise = *precise != 0;
+        if (r.ended_ns) {
+          r.state = q.column_text(12) == "died" ? RunState::kDied
+                                                : RunState::kStopped;
+          r.stopped_ns = r.ended_ns;
+        } else {
+          r.stopped_ns = q.column_int(13);  // the heartbeat, if it died
+        }
         return r;
+      });
+  if (!runs || runs->empty()) return runs;
+  // Unended: running only as the newest run of a file an rssauditd holds.
+  for (RunSummary& r : *runs) {
+    if (r.ended_ns) continue;
+    const bool running =
+        r.id == runs->back().id && writer_holds_.value_or(true);
+    r.state = running ? RunState::kRunning : RunState::kDied;
+    if (running) r.stopped_ns.reset();
+  }
+  return runs;
+}
+
+Result<std::vector<StoredGap>, StoreError> StoreReader::sampling_gaps(
+    int64_t since_ns, int64_t until_ns) {
+  return rows(
+      "SELECT run_id, start_ns, end_ns FROM sampling_gaps "
+      "WHERE end_ns > ?1 AND start_ns < ?2 ORDER BY start_ns",
+      [&](Statement& s) {
+        s.bind(1, since_ns);
+        s.bind(2, until_ns);
+      },
+      [](const Statement& q) {
+        return StoredGap{q.column_int(0),
+                         SamplingGap{q.column_int(1), q.column_int(2)}};
       });
 }
 
@@ -246,10 +304,14 @@ Result<std::vector<StoredSample>, StoreError> StoreReader::process_history(
 
 Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
     int64_t since_ns, int64_t until_ns) {
+  Result<std::vector<RunSummary>, StoreError> runs = list_runs();
+  if (!runs) return unexpected(std::move(runs).error());
+  std::map<int64_t, const RunSummary*> by_id;
+  for (const RunSummary& r : *runs) by_id[r.id] = &r;
   // Each CTE holds a single max() aggregate, so SQLite takes its bare
   // columns from the row holding the maximum: the newest sample's rowid,
   // the worst sample's drift and time.
-  return rows(
+  auto windows = rows(
       fmt::format(
           "WITH w AS ("
           "  SELECT process_id, count(*) AS n, max(time_ns), rowid AS newest "
@@ -291,6 +353,14 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
         w.task_cache = counting == kCountingTaskCache;
         return w;
       });
+  if (!windows) return windows;
+  for (ProcessWindow& w : *windows) {
+    const auto run = by_id.find(w.process.run_id);
+    if (run == by_id.end()) continue;
+    w.run_state = run->second->state;
+    w.run_stopped_ns = run->second->stopped_ns;
+  }
+  return windows;
 }
 
 Result<std::optional<StoredSample>, StoreError> StoreReader::latest_sample(

@@ -18,11 +18,27 @@
 
 namespace rssaudit {
 
+// How a run stands, from the database and whether an rssauditd holds it.
+enum class RunState : uint8_t {
+  kRunning,  // unended, the newest run, and its rssauditd holds the file
+  kStopped,  // its rssauditd ended it
+  // Its rssauditd stopped without ending it (killed, crashed, its host went
+  // down): marked so by the next one to open the database (runs.end_reason
+  // 'died'), or unended while no rssauditd holds the file or a newer run
+  // began.
+  kDied,
+};
+
 struct RunSummary {
   int64_t id = 0;
   RunInfo info;
-  std::optional<int64_t> ended_ns;
+  std::optional<int64_t> ended_ns;  // as stored
   int64_t processes = 0;
+  RunState state = RunState::kRunning;
+  // When its values stopped: its end, or for a run that died unmarked its
+  // last heartbeat (before schema 9: its newest sighting of a process).
+  // Empty while running.
+  std::optional<int64_t> stopped_ns;
 };
 
 struct ProcessSummary {
@@ -69,6 +85,17 @@ struct ProcessWindow {
   // Its run's kernel counted with per-task caches (runs.counting): no
   // /proc value is precise there; drift is against the update stream.
   bool task_cache = false;
+  // Its run's state and stop (RunSummary): a process of a run that is not
+  // running and did not exit is not known to run; its values are as of the
+  // stop.
+  RunState run_state = RunState::kRunning;
+  std::optional<int64_t> run_stopped_ns;
+};
+
+// A sampling gap of one run (schema/009).
+struct StoredGap {
+  int64_t run_id = 0;
+  SamplingGap gap;
 };
 
 // Per scheme over a window: the interval with the largest error.
@@ -88,7 +115,11 @@ class StoreReader {
   static Result<std::unique_ptr<StoreReader>, StoreError> open_read_only(
       const std::string& path);
 
+  // Every run, oldest first, with its state.
   Result<std::vector<RunSummary>, StoreError> list_runs();
+  // Sampling gaps that overlap [since_ns, until_ns), oldest first.
+  Result<std::vector<StoredGap>, StoreError> sampling_gaps(int64_t since_ns,
+                                                           int64_t until_ns);
   // Every process with this pid, in every run, newest first.
   Result<std::vector<ProcessSummary>, StoreError> processes_with_pid(
       uint32_t pid);
@@ -132,7 +163,8 @@ class StoreReader {
                                                               int64_t until_ns);
 
  private:
-  explicit StoreReader(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  StoreReader(std::unique_ptr<Database> db, std::optional<bool> writer_holds)
+      : db_(std::move(db)), writer_holds_(writer_holds) {}
   // Prepares `sql`, binds its parameters with bind(statement) and returns
   // read(statement) of each row, in order.
   template <class Bind, class Read>
@@ -146,6 +178,9 @@ class StoreReader {
       std::string_view tail, Bind&& bind);
 
   std::unique_ptr<Database> db_;
+  // Whether an rssauditd held the file when it was opened; empty: could not
+  // tell (then an unended newest run counts as running).
+  std::optional<bool> writer_holds_;
 };
 
 }  // namespace rssaudit

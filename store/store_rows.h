@@ -143,6 +143,14 @@ struct AnomalyRow {
   std::string detail{};
 };
 
+// Time a run did not sample (schema/009): the tick at `end_ns` came more
+// than twice the sample interval after the one at `start_ns` (the daemon
+// was stopped, or stalled). No sample lies strictly between them.
+struct SamplingGap {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
 // Counts since the previous LossRow of the run.
 struct LossRow {
   int64_t time_ns = 0;

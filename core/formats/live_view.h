@@ -55,6 +55,26 @@ struct DaemonHealth {
   int64_t host_exact_rss = 0;
   int64_t host_worst_case = 0;
   std::string store_error{};  // empty while the history is being written
+  // History rows dropped since start (the oldest, while flushes failed),
+  // and rows waiting for a flush.
+  uint64_t store_dropped_rows = 0;
+  uint64_t store_pending_rows = 0;
+  // The database's files on disk (with its -wal), the bytes holding data,
+  // and the size cap retention keeps the data under (0: none).
+  uint64_t store_file_bytes = 0;
+  uint64_t store_used_bytes = 0;
+  uint64_t store_cap_bytes = 0;
+  // What the flushes added to the data per second over the last hour (or
+  // since start); empty before a minute of it was measured.
+  std::optional<double> store_growth_bytes_per_s{};
+  // Sampling ticks that came more than twice the interval late since start
+  // (the daemon stopped or stalled), each a sampling_gaps row.
+  uint64_t sampling_gaps = 0;
+
+  // The history is written, and nothing of it was lost.
+  bool store_ok() const {
+    return store_error.empty() && store_dropped_rows == 0;
+  }
 };
 
 // One audited process (one mm, the thread group's).

@@ -147,6 +147,13 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.host_exact_rss = r.integer<int64_t>("host_exact_rss");
   h.host_worst_case = r.integer<int64_t>("host_worst_case");
   h.store_error = r.string("store_error");
+  h.store_dropped_rows = r.integer<uint64_t>("store_dropped_rows");
+  h.store_pending_rows = r.integer<uint64_t>("store_pending_rows");
+  h.store_file_bytes = r.integer<uint64_t>("store_file_bytes");
+  h.store_used_bytes = r.integer<uint64_t>("store_used_bytes");
+  h.store_cap_bytes = r.integer<uint64_t>("store_cap_bytes");
+  h.store_growth_bytes_per_s = r.optional_real("store_growth_bytes_per_s");
+  h.sampling_gaps = r.integer<uint64_t>("sampling_gaps");
   return h;
 }
 
@@ -216,6 +223,15 @@ json health_to_json(const DaemonHealth& h) {
       {"host_exact_rss", h.host_exact_rss},
       {"host_worst_case", h.host_worst_case},
       {"store_error", h.store_error},
+      {"store_dropped_rows", h.store_dropped_rows},
+      {"store_pending_rows", h.store_pending_rows},
+      {"store_file_bytes", h.store_file_bytes},
+      {"store_used_bytes", h.store_used_bytes},
+      {"store_cap_bytes", h.store_cap_bytes},
+      {"store_growth_bytes_per_s",
+       h.store_growth_bytes_per_s ? number_or_null(*h.store_growth_bytes_per_s)
+                                  : json(nullptr)},
+      {"sampling_gaps", h.sampling_gaps},
   };
 }
 

@@ -419,8 +419,37 @@ void add_health(Builder& b, const LiveView& view,
                "Processes in this snapshot, before the top-N cut."),
       none, number(uint64_t{view.processes.size()}));
   add(b.family("rssaudit_store_ok", Type::kGauge, "",
-               "1 while the history database is being written, else 0."),
-      none, number(int64_t{h.store_error.empty() ? 1 : 0}));
+               "1 while the history database is written and no row of it "
+               "was dropped, else 0."),
+      none, number(int64_t{h.store_ok() ? 1 : 0}));
+  add(b.family("rssaudit_store_dropped_rows", Type::kCounter, "",
+               "History rows dropped, the oldest first, while flushes "
+               "failed."),
+      none, number(h.store_dropped_rows));
+  add(b.family("rssaudit_store_pending_rows", Type::kGauge, "",
+               "History rows waiting for a flush."),
+      none, number(h.store_pending_rows));
+  add(b.family("rssaudit_store_file_bytes", Type::kGauge, "bytes",
+               "Size of the history database's files on disk (with its "
+               "-wal)."),
+      none, number(h.store_file_bytes));
+  add(b.family("rssaudit_store_used_bytes", Type::kGauge, "bytes",
+               "Bytes of the history database's pages that hold data."),
+      none, number(h.store_used_bytes));
+  if (h.store_cap_bytes > 0)
+    add(b.family("rssaudit_store_cap_bytes", Type::kGauge, "bytes",
+                 "The size retention keeps the history's data under."),
+        none, number(h.store_cap_bytes));
+  auto& growth = b.family(
+      "rssaudit_store_growth_bytes_per_second", Type::kGauge, "",
+      "Data the flushes added to the history per second, over the last "
+      "hour (before retention deletes any).");
+  if (h.store_growth_bytes_per_s)
+    add(growth, none, number(*h.store_growth_bytes_per_s));
+  add(b.family("rssaudit_sampling_gaps", Type::kCounter, "",
+               "Sampling ticks more than twice the interval late (the "
+               "daemon stopped or stalled), each recorded as a gap."),
+      none, number(h.sampling_gaps));
   add(b.family("rssaudit_uptime_seconds", Type::kGauge, "seconds",
                "Time since the daemon started."),
       none, number(h.uptime_s));

@@ -107,7 +107,16 @@ TEST_F(LiveCli, StatusShowsTheDaemonsHealth) {
       << r.out;
   EXPECT_NE(r.out.find("live mms 3, and 1 quiet processes"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("store    writing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("store    writing\n           11 rows DROPPED (the "
+                       "oldest, while flushes failed)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("database 3.0 MiB on disk, 2.0 MiB of data (cap 1.0 "
+                       "GiB)\n           growing 42.2 MiB/day over the last "
+                       "hour (the cap holds 24.3 days)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gaps     2 sampling gaps"), std::string::npos) << r.out;
   expect_fits_80_columns(r.out);
 }
 

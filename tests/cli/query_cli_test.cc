@@ -40,7 +40,8 @@ size_t count_of(const std::string& text, const std::string& needle) {
 
 // Two runs of the daemon in the last hour: "big drifter" (a comm with a
 // space) drifts most; pid 100 is reused by "other" in run 2 with another
-// start time; two processes are named "worker".
+// start time; two processes are named "worker". Run 1 stopped; run 2's
+// daemon still runs: its writer holds the file for the whole suite.
 class QueryCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -49,7 +50,8 @@ class QueryCli : public ::testing::Test {
     db_ = new std::string(*dir_ / "history.db");
     auto opened = Store::open(*db_, {});
     ASSERT_TRUE(opened.has_value()) << opened.error().message;
-    Store& s = *opened.value();
+    writer_ = std::move(opened).value().release();
+    Store& s = *writer_;
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
@@ -79,6 +81,7 @@ class QueryCli : public ::testing::Test {
     ASSERT_TRUE(s.flush().has_value());
   }
   static void TearDownTestSuite() {
+    delete writer_;
     fs::remove_all(*dir_);
     delete dir_;
     delete db_;
@@ -129,25 +132,42 @@ class QueryCli : public ::testing::Test {
 
   static fs::path* dir_;
   static std::string* db_;
+  static Store* writer_;
 };
 
 fs::path* QueryCli::dir_ = nullptr;
 std::string* QueryCli::db_ = nullptr;
+Store* QueryCli::writer_ = nullptr;
 
 TEST_F(QueryCli, TopRanksByLargestDriftAndFits80Columns) {
   const auto r = run_command(cli("top --since 1h"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
-  // The window, the host's two lines, the header, 5 rows and the legend.
-  ASSERT_EQ(lines.size(), 1u + 2u + 1u + 5u + 3u) << r.out;
+  // The window, the host's two lines, the header and run 2's 2 rows; run
+  // 1's 3 apart, under what they are and when their daemon stopped; the
+  // legend.
+  ASSERT_EQ(lines.size(), 1u + 2u + 1u + 2u + 3u + 3u + 3u) << r.out;
   for (const std::string& line : lines) EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_NE(lines[0].find(": 2 of 2 running processes sampled"),
+            std::string::npos)
+      << lines[0];
   EXPECT_NE(lines[3].find("PID"), std::string::npos);
-  EXPECT_NE(lines[4].find("big drifter"), std::string::npos);
-  EXPECT_NE(lines[4].find("+1.6 MiB"), std::string::npos) << lines[4];
-  EXPECT_NE(lines[5].find("other"), std::string::npos);
-  EXPECT_NE(lines[6].find("-80 KiB"), std::string::npos) << lines[6];
-  EXPECT_NE(lines[8].find("quiet"), std::string::npos);
-  EXPECT_NE(lines[9].find("/BOUND: max |drift| over the kernel's RSS bound"),
+  EXPECT_NE(lines[4].find("other"), std::string::npos);
+  EXPECT_NE(lines[4].find("+200 KiB"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[5].find("worker"), std::string::npos);
+  EXPECT_NE(lines[6].find("not known to run (rssauditd stopped before they "
+                          "exited), as of then:"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(lines[7].find("run 1: rssauditd stopped at "), std::string::npos)
+      << lines[7];
+  EXPECT_EQ(lines[7].find("died"), std::string::npos) << lines[7];
+  EXPECT_NE(lines[8].find("PID"), std::string::npos);
+  EXPECT_NE(lines[9].find("big drifter"), std::string::npos);
+  EXPECT_NE(lines[9].find("+1.6 MiB"), std::string::npos) << lines[9];
+  EXPECT_NE(lines[10].find("-80 KiB"), std::string::npos) << lines[10];
+  EXPECT_NE(lines[11].find("quiet"), std::string::npos);
+  EXPECT_NE(lines[12].find("/BOUND: max |drift| over the kernel's RSS bound"),
             std::string::npos);
 }
 
@@ -185,17 +205,26 @@ TEST_F(QueryCli, TopJsonSortsAndLimits) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["processes"].size(), 2u);
-  EXPECT_EQ(j["processes_with_samples"], 5) << "before -n";
-  EXPECT_EQ(j["processes"][0]["comm"], "big drifter");
-  EXPECT_EQ(j["processes"][0]["max_drift_pages"], 400);
-  EXPECT_EQ(j["processes"][0]["samples"], kSamples);
-  EXPECT_EQ(j["processes"][0]["bound_per_counter_pages"], 504);  // 8 x 63
-  EXPECT_EQ(j["processes"][0]["rss_bound_pages"], 3 * 504);
-  EXPECT_DOUBLE_EQ(j["processes"][0]["drift_to_rss_bound"], 400.0 / 1512);
-  EXPECT_EQ(j["processes"][1]["comm"], "worker");
+  EXPECT_EQ(j["processes_with_samples"], 2) << "run 2's: its daemon runs";
+  EXPECT_EQ(j["processes"][0]["comm"], "worker");
+  EXPECT_EQ(j["processes"][0]["run_state"], "running");
+  EXPECT_EQ(j["processes"][1]["comm"], "other");
+  EXPECT_EQ(j["host_run_state"], "running");
+  // Run 1's, apart, as of its stop; -n limits them too.
+  const nlohmann::json& stopped = j["run_stopped"];
+  ASSERT_EQ(stopped.size(), 2u);
+  EXPECT_EQ(stopped[0]["comm"], "big drifter");
+  EXPECT_EQ(stopped[0]["run_state"], "stopped");
+  EXPECT_FALSE(stopped[0]["run_stopped_ns"].is_null());
+  EXPECT_EQ(stopped[0]["max_drift_pages"], 400);
+  EXPECT_EQ(stopped[0]["samples"], kSamples);
+  EXPECT_EQ(stopped[0]["bound_per_counter_pages"], 504);  // 8 x 63
+  EXPECT_EQ(stopped[0]["rss_bound_pages"], 3 * 504);
+  EXPECT_DOUBLE_EQ(stopped[0]["drift_to_rss_bound"], 400.0 / 1512);
+  EXPECT_EQ(stopped[1]["comm"], "worker");
   const auto pages = run_command(cli("top --pages -n 1"));
   EXPECT_NE(pages.out.find("+400 pg"), std::string::npos) << pages.out;
-  EXPECT_NE(pages.out.find(": 1 of 5 running processes sampled"),
+  EXPECT_NE(pages.out.find(": 1 of 2 running processes sampled"),
             std::string::npos)
       << pages.out;
 }
@@ -288,12 +317,15 @@ TEST_F(QueryCli, HistoryPrintsOneLinePerSample) {
 // listing the known ones.
 TEST_F(QueryCli, CsvWithFieldsForTopHistoryAndExport) {
   const auto top =
-      run_command(cli("top --format csv --fields pid,comm,drift_bytes"));
+      run_command(cli("top --format csv --fields pid,comm,run_stopped,"
+                      "drift_bytes"));
   ASSERT_EQ(top.exit_code, 0) << top.err;
   auto lines = lines_of(top.out);
   ASSERT_EQ(lines.size(), 1u + 5u) << top.out;
-  EXPECT_EQ(lines[0], "pid,comm,drift_bytes");
-  EXPECT_EQ(lines[1], fmt::format("100,big drifter,{}", 400 * 4096));
+  EXPECT_EQ(lines[0], "pid,comm,run_stopped,drift_bytes");
+  // The running first, then those of the run that stopped.
+  EXPECT_EQ(lines[1], fmt::format("100,other,0,{}", 50 * 4096));
+  EXPECT_EQ(lines[3], fmt::format("100,big drifter,1,{}", 400 * 4096));
   const auto history =
       run_command(cli("history 'big drifter' --format csv --fields "
                       "time_ns,drift_bytes,hpcc_error_bytes"));
@@ -523,8 +555,9 @@ TEST(QueryCliTop, FiltersAndListsExitedApart) {
   const fs::path dir = mkdtemp(templ.data());
   const std::string db = dir / "history.db";
   const int64_t now = wall_now();
+  // Its daemon runs: the writer holds the file while the queries read it.
+  const std::unique_ptr<Store> store = one_run_store(db, now - 10 * kMinute);
   {
-    const std::unique_ptr<Store> store = one_run_store(db, now - 10 * kMinute);
     ASSERT_NE(store, nullptr);
     Store& s = *store;
     auto add = [&](uint32_t pid, const char* comm, const char* cgroup,
@@ -576,6 +609,41 @@ TEST(QueryCliTop, FiltersAndListsExitedApart) {
   const auto bad = top("--min-rss lots");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--min-rss"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+}
+
+// No daemon answers: status says so, and how the database's last run
+// ended, here killed (its writer gone without ending it).
+TEST(QueryCliStatus, WithoutADaemonItSaysHowTheLastRunEnded) {
+  std::string templ = fs::temp_directory_path() / "rssaudit-st-XXXXXX";
+  const fs::path dir = mkdtemp(templ.data());
+  const std::string db = dir / "history.db";
+  {
+    const std::unique_ptr<Store> s = one_run_store(db, wall_now() - kMinute);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->flush().has_value());
+  }  // no end_run: as kill -9 leaves it
+  const std::string args =
+      " --socket " + (dir / "none.sock").string() + " --db " + db;
+  const auto r = run_command(kCli + " status" + args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("rssauditd is not running (no socket at "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find(db + ": last run 1 on h, started "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" (died); these values are as of then\n  died: killed "
+                       "or crashed"),
+            std::string::npos)
+      << r.out;
+  for (const std::string& line : lines_of(r.out))
+    EXPECT_LE(line.size(), 80u) << line;
+  const auto j = nlohmann::json::parse(
+      run_command(kCli + " status --json" + args).out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["running"], false);
+  EXPECT_EQ(j["last_run"]["state"], "died");
+  EXPECT_TRUE(j["last_run"]["stopped_ns"].is_number());
   fs::remove_all(dir);
 }
 
@@ -641,9 +709,10 @@ TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   std::string templ = fs::temp_directory_path() / "rssaudit-q61-XXXXXX";
   const fs::path dir = mkdtemp(templ.data());
   const std::string db = dir / "history.db";
+  // Its daemon runs: the writer holds the file while the queries read it.
+  auto opened = Store::open(db, {});
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
   {
-    auto opened = Store::open(db, {});
-    ASSERT_TRUE(opened.has_value()) << opened.error().message;
     Store& s = *opened.value();
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch())

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -483,6 +484,88 @@ TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
   mm_ends();
   EXPECT_EQ(recorder_->identity(kMmAddr), nullptr);
   EXPECT_EQ(recorder_->stats().exits, 0u);
+}
+
+// Model errors over intervals of ticks: each scheme's largest error over a
+// minute, one row set when it ends or the mm does, where every tick wrote
+// one. The intervals follow each other without a hole.
+TEST_F(HistoryRecorderTest, ModelErrorsAreWrittenOncePerIntervalAndAtTheEnd) {
+  Child child(Child::kWaiting);
+  pipeline_.on_mm_created(key_, true);
+  const auto rows = [&] {
+    flushed_reader();
+    return count("SELECT count(*) FROM model_errors");
+  };
+  // start-end:largest of upstream's rows, oldest first.
+  const auto upstream = [&] {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* q = nullptr;
+    sqlite3_prepare_v2(db,
+                       "SELECT group_concat(s || '-' || e || ':' || err, ' ') "
+                       "FROM (SELECT start_ns / 1000000000 AS s, end_ns / "
+                       "1000000000 AS e, largest_error AS err FROM "
+                       "model_errors WHERE scheme = 'upstream' ORDER BY e)",
+                       -1, &q, nullptr);
+    std::string out;
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+      out = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return out;
+  };
+  updates(child.pid(), 50);  // upstream: 25 pages unfolded on each CPU
+  recorder_->sample(pipeline_, 11 * kSecond);
+  recorder_->sample(pipeline_, 12 * kSecond);
+  updates(child.pid(), 7);  // 57 unfolded
+  recorder_->sample(pipeline_, 13 * kSecond);
+  updates(child.pid(), -20);
+  recorder_->sample(pipeline_, 14 * kSecond);
+  EXPECT_EQ(rows(), 0);
+  recorder_->sample(pipeline_, 71 * kSecond);  // a minute since the first
+  EXPECT_EQ(rows(), int64_t{SchemeSet::kCount});
+  EXPECT_EQ(upstream(), "11-71:57");
+  // The mm ends while its process lives on (an exec): its last interval is
+  // the process's.
+  const RecordedIdentity* who = recorder_->identity(kMmAddr);
+  ASSERT_NE(who, nullptr);
+  const int64_t process_id = who->process_id;
+  updates(child.pid(), -1);
+  now_ = 72 * kSecond;
+  mm_ends();
+  EXPECT_EQ(rows(), int64_t{2 * SchemeSet::kCount});
+  EXPECT_EQ(upstream(), "11-71:57 71-72:36");
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM model_errors WHERE "
+                              "process_id = {}",
+                              process_id)),
+            int64_t{2 * SchemeSet::kCount});
+}
+
+TEST_F(HistoryRecorderTest,
+       IntervalZeroWritesEveryTickAndTheStopWritesOpenRows) {
+  Child child(Child::kWaiting);
+  pipeline_.on_mm_created(key_, true);
+  RecorderOptions every_tick = quiet(0);
+  every_tick.model_error_interval_s = 0;
+  recorder_->set_options(every_tick);
+  for (int64_t t = 11; t <= 13; ++t) {
+    updates(child.pid(), 1);
+    recorder_->sample(pipeline_, t * kSecond);
+  }
+  flushed_reader();
+  EXPECT_EQ(count("SELECT count(*) FROM model_errors"),
+            int64_t{3 * SchemeSet::kCount});
+  recorder_->set_options(quiet(0));
+  recorder_->sample(pipeline_, 14 * kSecond);
+  recorder_->sample(pipeline_, 15 * kSecond);
+  flushed_reader();
+  EXPECT_EQ(count("SELECT count(*) FROM model_errors"),
+            int64_t{3 * SchemeSet::kCount});
+  recorder_->write_open_model_errors();  // as at a stop
+  flushed_reader();
+  EXPECT_EQ(count("SELECT count(*) FROM model_errors WHERE start_ns = "
+                  "13000000000 AND end_ns = 15000000000"),
+            int64_t{SchemeSet::kCount});
 }
 
 // Before 6.2 /proc/PID/status reads the atomics as every reader does: a

@@ -202,6 +202,8 @@ TEST(ExampleConfig, EveryShownValueIsTheDefault) {
   EXPECT_EQ(o.walk_min_rss_pages, d.walk_min_rss_pages);
   EXPECT_EQ(o.retention_days, d.retention_days);
   EXPECT_EQ(o.retention_mib, d.retention_mib);
+  EXPECT_EQ(o.recorder.model_error_interval_s,
+            d.recorder.model_error_interval_s);
   EXPECT_EQ(o.socket, d.socket);
   EXPECT_EQ(o.metrics_group_by, d.metrics_group_by);
   EXPECT_EQ(o.metrics_top, d.metrics_top);

@@ -25,6 +25,7 @@
 
 #include "core/schemes/scheme_set.h"
 #include "os/unique_fd.h"
+#include "store/growth_rate.h"
 #include "store/store_queries.h"
 
 namespace rssaudit {
@@ -139,6 +140,14 @@ std::unique_ptr<StoreReader> open_reader(const std::string& path) {
 
 int64_t sample_count(const std::string& path) {
   return RawDb(path, SQLITE_OPEN_READONLY).num("SELECT count(*) FROM samples");
+}
+
+// Bytes of the file's pages that hold data.
+int64_t data_bytes(const std::string& path) {
+  return RawDb(path, SQLITE_OPEN_READONLY)
+      .num(
+          "SELECT (page_count - freelist_count) * page_size FROM "
+          "pragma_page_count, pragma_freelist_count, pragma_page_size");
 }
 
 // ---------------------------------------------------------------- schema --
@@ -913,6 +922,11 @@ TEST_F(SmallDisk, LongFailuresDropTheOldestRowsAndRecordTheLoss) {
   }
   EXPECT_EQ(store->pending_rows(), 500u);
   EXPECT_EQ(store->dropped_rows(), 300u);
+  EXPECT_EQ(store->dropped_by_kind()[size_t(RowKind::kSamples)], 300u);
+  EXPECT_EQ(store->dropped_by_kind()[size_t(RowKind::kModelErrors)], 0u);
+  // Past a quarter of the bound, but flushing each tick would only hammer
+  // a failing disk: the flush timer retries.
+  EXPECT_FALSE(store->backlog_high());
 
   ASSERT_TRUE(remount("size=4m")) << std::strerror(errno);
   ASSERT_TRUE(store->flush().has_value());
@@ -1062,25 +1076,19 @@ TEST(StoreRetention, BySizeKeepsTheNewestRowsWithinTheBudget) {
       ASSERT_TRUE(store->flush().has_value());
     }
   }
-  auto data_bytes = [&] {
-    RawDb db(path, SQLITE_OPEN_READONLY);
-    return db.num(
-        "SELECT (page_count - freelist_count) * page_size FROM "
-        "pragma_page_count, pragma_freelist_count, pragma_page_size");
-  };
-  const int64_t full = data_bytes();
+  const int64_t full = data_bytes(path);
   EXPECT_EQ(sample_count(path), kRows);
 
   const uint64_t budget = full / 2;
   ASSERT_TRUE(store->apply_retention({.max_bytes = budget}, 0).has_value());
-  EXPECT_LE(data_bytes(), budget);
+  EXPECT_LE(data_bytes(path), budget);
   // The freed pages are reused before the file grows.
   const uint64_t size = fs::file_size(path);
   for (int64_t t = kRows; t < kRows + 1000; ++t) {
     store->add_sample(make_sample(p, t, t));
   }
   ASSERT_TRUE(store->flush().has_value());
-  ASSERT_TRUE(store->apply_retention({}, 0).has_value());  // checkpoints only
+  RawDb(path).exec("PRAGMA wal_checkpoint(TRUNCATE)");
   EXPECT_EQ(fs::file_size(path), size);
   RawDb db(path);
   const int64_t kept = db.num("SELECT count(*) FROM samples");
@@ -1089,6 +1097,220 @@ TEST(StoreRetention, BySizeKeepsTheNewestRowsWithinTheBudget) {
   EXPECT_EQ(db.num("SELECT max(time_ns) FROM samples"), kRows + 999);
   EXPECT_EQ(db.num("SELECT min(time_ns) FROM samples"), kRows + 1000 - kept);
   EXPECT_EQ(db.text("PRAGMA integrity_check"), "ok");
+}
+
+// ---------------------------------------------------------------- backlog --
+
+// While flushes succeed no row is dropped, however many a tick brings: the
+// batch says when it passes a quarter of its bound, and the caller flushes.
+TEST(StoreBacklog, AHealthyBatchAsksForAFlushAndNeverDropsPastItsBound) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path, {.max_pending_rows = 400});
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+  for (int i = 0; i < 100; ++i) store->add_sample(make_sample(p, i, i));
+  EXPECT_FALSE(store->backlog_high());
+  store->add_sample(make_sample(p, 100, 100));
+  EXPECT_TRUE(store->backlog_high());
+  // A tick of a large host: past the bound, all kept.
+  for (int i = 101; i < 1000; ++i) {
+    store->add_sample(make_sample(p, i, i));
+    store->add_model_error({.process_id = p, .start_ns = i, .end_ns = i});
+  }
+  EXPECT_EQ(store->dropped_rows(), 0u);
+  EXPECT_EQ(store->pending_rows(), 1000u + 899u);
+  ASSERT_TRUE(store->flush().has_value());
+  EXPECT_FALSE(store->backlog_high());
+  EXPECT_EQ(sample_count(path), 1000);
+  RawDb db(path);
+  EXPECT_EQ(db.num("SELECT count(*) FROM model_errors"), 899);
+  EXPECT_EQ(db.num("SELECT count(*) FROM losses"), 0);
+}
+
+// ------------------------------------------------------- runs and growth --
+
+// A run left unended (rssauditd killed: no end_run, no last flush) is
+// running while its writer holds the file, died once none does, and the
+// next writer marks it so at its last heartbeat, with an anomaly.
+TEST(StoreRuns, AnUnendedRunIsMarkedDiedAtItsLastHeartbeat) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> killed = open_store(path);
+  killed->begin_run(test_run(kSecond));
+  const int64_t p = killed->upsert_process({7, 70}, "w", "/", 2 * kSecond);
+  killed->add_sample(make_sample(p, 2 * kSecond, 1));
+  const int64_t before =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  ASSERT_TRUE(killed->flush().has_value());
+  const int64_t heartbeat =
+      RawDb(path, SQLITE_OPEN_READONLY).num("SELECT alive_ns FROM runs");
+  EXPECT_GE(heartbeat, before);
+  {
+    auto runs = open_reader(path)->list_runs();
+    ASSERT_TRUE(runs.has_value()) << runs.error().message;
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ(runs.value()[0].state, RunState::kRunning);
+    EXPECT_EQ(runs.value()[0].stopped_ns, std::nullopt);
+  }
+  killed->add_sample(make_sample(p, 3 * kSecond, 2));  // lost with it
+  killed.reset();
+
+  {  // No writer holds the file: died, as of its heartbeat.
+    std::unique_ptr<StoreReader> reader = open_reader(path);
+    auto runs = reader->list_runs();
+    ASSERT_TRUE(runs.has_value()) << runs.error().message;
+    EXPECT_EQ(runs.value()[0].state, RunState::kDied);
+    EXPECT_EQ(runs.value()[0].stopped_ns, heartbeat);
+    auto windows = reader->process_windows(0, 10 * kSecond);
+    ASSERT_TRUE(windows.has_value()) << windows.error().message;
+    ASSERT_EQ(windows->size(), 1u);
+    EXPECT_EQ(windows.value()[0].run_state, RunState::kDied);
+    EXPECT_EQ(windows.value()[0].run_stopped_ns, heartbeat);
+  }
+
+  std::unique_ptr<Store> next = open_store(path);
+  ASSERT_EQ(next->died_runs().size(), 1u);
+  EXPECT_EQ(next->died_runs()[0].id, 1);
+  EXPECT_EQ(next->died_runs()[0].started_ns, kSecond);
+  EXPECT_EQ(next->died_runs()[0].stopped_ns, heartbeat);
+  next->begin_run(test_run(20 * kSecond));
+  ASSERT_TRUE(next->flush().has_value());
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT end_reason FROM runs WHERE id = 1"), "died");
+  EXPECT_EQ(db.num("SELECT ended_ns FROM runs WHERE id = 1"), heartbeat);
+  EXPECT_EQ(db.num("SELECT count(*) FROM anomalies WHERE kind = 'run_died' "
+                   "AND run_id = 1 AND time_ns = " +
+                   std::to_string(heartbeat)),
+            1);
+  EXPECT_EQ(sample_count(path), 1);
+  auto runs = open_reader(path)->list_runs();
+  ASSERT_TRUE(runs.has_value()) << runs.error().message;
+  EXPECT_EQ(runs.value()[0].state, RunState::kDied);
+  EXPECT_EQ(runs.value()[1].state, RunState::kRunning);
+
+  // Ended by its daemon: stopped at its end, not marked again.
+  next->end_run(30 * kSecond);
+  ASSERT_TRUE(next->flush().has_value());
+  next.reset();
+  EXPECT_TRUE(open_store(path)->died_runs().empty());
+  EXPECT_EQ(db.text("SELECT end_reason FROM runs WHERE id = 2"), "stopped");
+  runs = open_reader(path)->list_runs();
+  ASSERT_TRUE(runs.has_value()) << runs.error().message;
+  EXPECT_EQ(runs.value()[1].state, RunState::kStopped);
+  EXPECT_EQ(runs.value()[1].stopped_ns, 30 * kSecond);
+}
+
+// The schema version before runs had a heartbeat (schema/009 on this
+// branch; found, not named, so a renumbering keeps the test).
+int version_before_heartbeats() {
+  for (int v = 1; v <= latest_schema_version(); ++v) {
+    TempDir dir;
+    const std::string path = dir.file("probe.db");
+    EXPECT_TRUE(Database::create_at_version(path, v).has_value());
+    if (RawDb(path).num("SELECT count(*) FROM pragma_table_info('runs') "
+                        "WHERE name = 'alive_ns'") == 1)
+      return v - 1;
+  }
+  ADD_FAILURE() << "no schema version adds runs.alive_ns";
+  return 0;
+}
+
+// A version without heartbeats: a run it left unended is marked died at
+// its newest sighting of a process; one it ended stays stopped.
+TEST(StoreSchema,
+     RunsFromBeforeHeartbeatsLeftUnendedAreMarkedDiedAtTheirLastSighting) {
+  TempDir dir;
+  const std::string path = dir.file("old.db");
+  ASSERT_TRUE(Database::create_at_version(path, version_before_heartbeats())
+                  .has_value());
+  RawDb(path).exec(
+      "INSERT INTO runs (id, host, kernel_release, nr_cpus, batch, page_size, "
+      "rssaudit_version, started_ns, ended_ns) VALUES "
+      "(1, 'h', '6.1', 2, 32, 4096, '0.1.0', 1000, 9000), "
+      "(2, 'h', '6.1', 2, 32, 4096, '0.1.0', 10000, NULL);"
+      "INSERT INTO processes VALUES (1, 2, 10, 100, 'w', '', 10000, 17000, "
+      "NULL, NULL, NULL);");
+  std::unique_ptr<Store> store = open_store(path);
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->died_runs().size(), 1u);
+  EXPECT_EQ(store->died_runs()[0].id, 2);
+  EXPECT_EQ(store->died_runs()[0].stopped_ns, 17000);
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT group_concat(coalesce(end_reason, '-') || ' ' || "
+                    "ended_ns, ',') FROM (SELECT * FROM runs ORDER BY id)"),
+            "- 9000,died 17000");
+  EXPECT_EQ(db.num("SELECT count(*) FROM sampling_gaps"), 0);
+  store.reset();
+  auto runs = open_reader(path)->list_runs();
+  ASSERT_TRUE(runs.has_value()) << runs.error().message;
+  EXPECT_EQ(runs.value()[0].state, RunState::kStopped);
+  EXPECT_EQ(runs.value()[1].state, RunState::kDied);
+}
+
+TEST(StoreRoundTrip, SamplingGapsAreStoredReadBackAndRetained) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  store->add_sampling_gap({10 * kSecond, 44 * kSecond});
+  store->add_sampling_gap({100 * kSecond, 103 * kSecond});
+  ASSERT_TRUE(store->flush().has_value());
+  {
+    auto gaps = open_reader(path)->sampling_gaps(40 * kSecond, 200 * kSecond);
+    ASSERT_TRUE(gaps.has_value()) << gaps.error().message;
+    ASSERT_EQ(gaps->size(), 2u);
+    EXPECT_EQ(gaps.value()[0].run_id, 1);
+    EXPECT_EQ(gaps.value()[0].gap.start_ns, 10 * kSecond);
+    EXPECT_EQ(gaps.value()[0].gap.end_ns, 44 * kSecond);
+    auto none = open_reader(path)->sampling_gaps(50 * kSecond, 100 * kSecond);
+    ASSERT_TRUE(none.has_value());
+    EXPECT_TRUE(none->empty());
+  }
+  using std::chrono::seconds;
+  ASSERT_TRUE(store->apply_retention({.max_age = seconds(100)}, 150 * kSecond)
+                  .has_value());
+  EXPECT_EQ(RawDb(path).num("SELECT count(*) FROM sampling_gaps"), 1);
+}
+
+// What the flushes add is the history's growth; retention's deletes do not
+// take from it.
+TEST(StoreGrowth, FlushesAddToTheGrowthAndRetentionDoesNotSubtract) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+  EXPECT_EQ(store->grown_bytes(), 0u);
+  for (int64_t t = 0; t < 20000; ++t) store->add_sample(make_sample(p, t, t));
+  ASSERT_TRUE(store->flush().has_value());
+  const uint64_t grown = store->grown_bytes();
+  const int64_t data = data_bytes(path);
+  EXPECT_EQ(store->used_bytes(), static_cast<uint64_t>(data));
+  EXPECT_GT(grown, 20000u * 50);  // tens of bytes a row, with its index
+  EXPECT_LE(grown, static_cast<uint64_t>(data));
+  ASSERT_TRUE(
+      store->apply_retention({.max_bytes = uint64_t(data) / 2}, 0).has_value());
+  EXPECT_LE(store->used_bytes(), uint64_t(data) / 2);
+  EXPECT_EQ(store->grown_bytes(), grown);
+  EXPECT_GE(store->file_bytes(), fs::file_size(path));
+}
+
+TEST(StoreGrowth, TheRateIsOverTheLastHourOnceAMinuteIsMeasured) {
+  constexpr uint64_t kS = 1'000'000'000;
+  GrowthRate rate;
+  EXPECT_EQ(rate.bytes_per_s(), std::nullopt);
+  rate.add(100 * kS, 0);
+  rate.add(130 * kS, 3000);
+  EXPECT_EQ(rate.bytes_per_s(), std::nullopt);  // half a minute
+  rate.add(160 * kS, 6000);
+  EXPECT_EQ(rate.bytes_per_s(), 100.0);
+  // An hour later the first hour's rate no longer counts.
+  rate.add(3700 * kS, 6000);
+  rate.add(3760 * kS, 6000 + 60 * 7);
+  EXPECT_NEAR(*rate.bytes_per_s(), (60.0 * 7) / 3600, 1e-9);
 }
 
 }  // namespace

@@ -61,6 +61,13 @@ inline LiveView sample_live_view() {
   h.host_kernel_rss = 26000 + 2540 + 1034;
   h.host_exact_rss = 25600 + 2560 + 1024;
   h.host_worst_case = 4 * 3 * 8 * 63;
+  h.store_dropped_rows = 11;
+  h.store_pending_rows = 4097;
+  h.store_file_bytes = 3 << 20;
+  h.store_used_bytes = 2 << 20;
+  h.store_cap_bytes = 1024 << 20;
+  h.store_growth_bytes_per_s = 512.25;
+  h.sampling_gaps = 2;
   v.processes = {sample_process(100, "big drifter", 25600, 26000, true),
                  sample_process(200, "worker", 2560, 2540, true),
                  sample_process(400, "worker", 1024, 1034, true),

@@ -256,6 +256,36 @@ TEST(OpenMetrics, OmitsFidelityWhenNothingWasChecked) {
   EXPECT_TRUE(contains(om, "\nrssaudit_fidelity_checks_total 0\n"));
 }
 
+// A dropped history row is a loss store_ok shows, even once writing works
+// again; the history's size and growth are there, growth only once known.
+TEST(OpenMetrics, DroppedHistoryRowsAndTheStoreSize) {
+  LiveView v = sample_view();
+  v.health.store_file_bytes = 3 << 20;
+  v.health.store_used_bytes = 2 << 20;
+  auto om = render_openmetrics(v, {});
+  EXPECT_TRUE(contains(om, "\nrssaudit_store_ok 1\n")) << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_store_dropped_rows_total 0\n"));
+  EXPECT_TRUE(contains(om,
+                       "# UNIT rssaudit_store_file_bytes bytes\n"
+                       "rssaudit_store_file_bytes 3145728\n"))
+      << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_store_used_bytes 2097152\n"));
+  EXPECT_FALSE(contains(om, "rssaudit_store_cap_bytes ")) << "no cap";
+  EXPECT_FALSE(contains(om, "rssaudit_store_growth_bytes_per_second "))
+      << "not measured yet";
+  v.health.store_dropped_rows = 5;
+  v.health.store_cap_bytes = 1 << 30;
+  v.health.store_growth_bytes_per_s = 1234.5;
+  v.health.sampling_gaps = 2;
+  om = render_openmetrics(v, {});
+  EXPECT_TRUE(contains(om, "\nrssaudit_store_ok 0\n")) << om;
+  EXPECT_TRUE(contains(om, "\nrssaudit_store_dropped_rows_total 5\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_store_cap_bytes 1073741824\n"));
+  EXPECT_TRUE(
+      contains(om, "\nrssaudit_store_growth_bytes_per_second 1234.5\n"));
+  EXPECT_TRUE(contains(om, "\nrssaudit_sampling_gaps_total 2\n"));
+}
+
 TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
   LiveView v = sample_view();
   v.health.store_error = "disk full";
