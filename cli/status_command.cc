@@ -192,6 +192,9 @@ void run(const StatusOptions& o) {
              h.bpf_ns_per_event
                  ? fmt::format(", BPF {:.0f} ns/event", *h.bpf_ns_per_event)
                  : "");
+  fmt::print("  loop     answers within {:.3f} s (the longest wait in the last "
+             "minute)\n",
+             h.loop_delay_s);
   fmt::print(
       "  losses   {} records lost in capture (stream full) at {} places, "
       "{} ambiguous\n",

@@ -23,6 +23,7 @@
 #include "daemon/daemon_options.h"
 #include "daemon/history_recorder.h"
 #include "daemon/live_view_builder.h"
+#include "daemon/loop_delay.h"
 #include "daemon/metrics_server.h"
 #include "daemon/service_notifier.h"
 #include "daemon/summary_log.h"
@@ -56,6 +57,7 @@ class Daemon {
         sample_timer_(io_),
         flush_timer_(io_),
         watchdog_timer_(io_),
+        probe_timer_(io_),
         stop_signals_(io_, SIGINT, SIGTERM),
         summary_signal_(io_, SIGUSR1),
         reload_signal_(io_, SIGHUP) {}
@@ -91,6 +93,7 @@ class Daemon {
         flush_timer_, [this] { return options_.flush_s; },
         [this] { flush_store(); });
     schedule_summaries();
+    probe_loop();
     if (const auto ping = notifier_.watchdog_interval(); ping.count() > 0)
       every(
           watchdog_timer_, [ping] { return ping.count() / 1e6; },
@@ -207,6 +210,7 @@ class Daemon {
     h.ambiguous = live_.stats().ambiguous;
     h.lag_s = lag_s();
     h.losses = live_.stats().losses;
+    h.loop_delay_s = double(loop_delay_.last_minute_ns(monotonic_ns())) / 1e9;
     h.bpf_ns_per_event = live_.capture().bpf_ns_per_event();
     h.fidelity_checked = pipeline_.fidelity_checked();
     h.fidelity_matched = pipeline_.fidelity_matched();
@@ -275,6 +279,16 @@ class Daemon {
     boost::asio::post(io_, [this] {
       flush_posted_ = false;
       flush_store();
+    });
+  }
+  // Measures how late the loop serves a timer (LoopDelay).
+  void probe_loop() {
+    const uint64_t due = monotonic_ns() + LoopDelay::kPeriodNs;
+    probe_timer_.expires_after(std::chrono::nanoseconds(LoopDelay::kPeriodNs));
+    probe_timer_.async_wait([this, due](auto ec) {
+      if (ec) return;
+      loop_delay_.note(due, monotonic_ns());
+      probe_loop();
     });
   }
   // Runs `fn` every `period_s()` seconds until the loop stops; the period
@@ -415,7 +429,7 @@ class Daemon {
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().drops(), live_.capture().hook_misses(),
-                      lag_s(), pipeline_, recorder_.stats(), *store_,
+                      lag_s(), double(loop_delay_.take()) / 1e9, pipeline_, recorder_.stats(), *store_,
                       options_.top, exited_lookup(), sampler_);
     write_snapshot_log(stderr, live_.stats(), live_.snapshot_stats());
     write_server_log(
@@ -488,7 +502,8 @@ class Daemon {
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   boost::asio::steady_timer poll_timer_, summary_timer_, stop_timer_,
-      sample_timer_, flush_timer_, watchdog_timer_;
+      sample_timer_, flush_timer_, watchdog_timer_, probe_timer_;
+  LoopDelay loop_delay_;
   boost::asio::signal_set stop_signals_, summary_signal_, reload_signal_;
 };
 

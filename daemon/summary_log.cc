@@ -20,6 +20,7 @@ std::string live_comm(ProcessSampler& sampler, uint32_t tgid) {
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
                        uint64_t hook_misses, double lag_s,
+                       double loop_delay_s,
                        const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,
@@ -32,6 +33,7 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       "unlocked={} late={} depth_unknown={} syncs={} "
       "sync_mismatches={} reordered={} unannounced_folds={} "
       "hook_misses={} drops={} losses={} forced_emits={} lag_s={:.3f} "
+      "loop_delay_max_s={:.3f} "
       "bad_records={} over_mm_limit={} "
       "inferred_second_users={} fidelity={} ({}/{})\n",
       pipeline.live_mms(), pipeline.finished_mms(), stats.updates, stats.exact,
@@ -39,6 +41,7 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
       hook_misses, drops, stats.losses, stats.forced_emits, lag_s,
+      loop_delay_s,
       stats.bad_records, stats.over_mm_limit, stats.inferred_second_users,
       // Not measured, never a made-up 100%, when nothing was compared.
       checked ? fmt::format("{:.4f}%",

@@ -26,6 +26,7 @@ namespace rssaudit {
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
                        uint64_t hook_misses, double lag_s,
+                       double loop_delay_s,
                        const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,

@@ -39,6 +39,9 @@ struct DaemonHealth {
   // How far behind the kernel the audit is: every record published
   // before this many seconds ago has been handed over.
   double lag_s = 0;
+  // The longest the daemon's loop kept a query, scrape or signal waiting
+  // over the last minute.
+  double loop_delay_s = 0;
   // Kernel-side cost of the capture programs, when kernel.bpf_stats_enabled
   // is on (empty otherwise: never a made-up number).
   std::optional<double> bpf_ns_per_event{};

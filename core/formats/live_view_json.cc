@@ -137,6 +137,7 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.ambiguous = r.integer<uint64_t>("ambiguous");
   h.losses = r.integer<uint64_t>("losses");
   h.lag_s = r.real("lag_s");
+  h.loop_delay_s = r.real("loop_delay_s");
   h.bpf_ns_per_event = r.optional_real("bpf_ns_per_event");
   h.fidelity_checked = r.integer<uint64_t>("fidelity_checked");
   h.fidelity_matched = r.integer<uint64_t>("fidelity_matched");
@@ -211,6 +212,7 @@ json health_to_json(const DaemonHealth& h) {
       {"ambiguous", h.ambiguous},
       {"losses", h.losses},
       {"lag_s", number_or_null(h.lag_s)},
+      {"loop_delay_s", number_or_null(h.loop_delay_s)},
       {"bpf_ns_per_event", h.bpf_ns_per_event
                                ? number_or_null(*h.bpf_ns_per_event)
                                : json(nullptr)},

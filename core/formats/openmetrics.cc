@@ -366,6 +366,10 @@ void add_health(Builder& b, const LiveView& view,
                "How far the audit is behind the kernel: every record "
                "published before this many seconds ago was consumed."),
       none, number(h.lag_s));
+  add(b.family("rssaudit_loop_delay_seconds", Type::kGauge, "seconds",
+               "The longest the daemon's loop kept a query, scrape or "
+               "signal waiting over the last minute."),
+      none, number(h.loop_delay_s));
   auto& cost =
       b.family("rssaudit_bpf_event_cost_seconds", Type::kGauge, "seconds",
                "Kernel-side run time of the capture programs per "

@@ -98,6 +98,8 @@ TEST_F(LiveCli, StatusShowsTheDaemonsHealth) {
                        "BPF 95 ns/event"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("loop     answers within 0.250 s"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("7 records lost in capture (stream full) at 2 places"),
             std::string::npos)
       << r.out;

@@ -51,6 +51,7 @@ inline LiveView sample_live_view() {
   h.ambiguous = 3;
   h.losses = 2;
   h.lag_s = 0.012;
+  h.loop_delay_s = 0.25;
   h.bpf_ns_per_event = 95.25;
   h.fidelity_checked = 1'000'000;
   h.fidelity_matched = 999'990;
