@@ -121,9 +121,12 @@ SampleResult ProcessSampler::sample(const SampleRequest& request) {
   if (!read_parsed(dir, ProcFile::kStatm, "statm", parse_proc_statm, s.statm,
                    result) ||
       !read_parsed(dir, ProcFile::kStatus, "status", parse_proc_status,
-                   s.status, result)) {
+                   s.status, result) ||
+      !read_parsed(dir, ProcFile::kStat, "stat", parse_proc_stat,
+                   s.stat_after, result)) {
     return result;
   }
+  s.rss_reads = rss_reads_between(s.stat, s.stat_after);
   if (!read_cgroup(dir, result)) return result;
   if (request.walks && !take_walks(dir, request, result)) return result;
 

@@ -1,8 +1,9 @@
 // Samples the /proc sources of one audited process: the cheap ones (stat,
 // statm, status, and cgroup for its identity) on every call, the expensive
 // walks (smaps_rollup, pagemap) when the caller asks, as WalkPolicy allows.
-// Every file is read once, through one open /proc/PID directory, between two
-// CLOCK_MONOTONIC stamps.
+// Every file is read once, stat twice (before and after statm and status,
+// to tell whether the counters held still), through one open /proc/PID
+// directory, between two CLOCK_MONOTONIC stamps.
 #pragma once
 
 #include <array>
@@ -80,6 +81,11 @@ struct Sample {
   ProcStat stat;
   ProcStatm statm;
   ProcStatus status;
+  // stat read again right after status, and what the two reads say: only
+  // while the central counts held still (and no exit was under way) is
+  // stat's RSS minus status's one drift of one moment (docs/kernel.md).
+  ProcStat stat_after;
+  RssReads rss_reads = RssReads::kStill;
   // /proc/PID/cgroup, read with the cheap sources. Empty when unreadable or
   // malformed (counted, explained in SampleResult::error: the memory
   // sources still stand); v2_path empty on a host without cgroup v2.
