@@ -121,12 +121,15 @@ SampleResult ProcessSampler::sample(const SampleRequest& request) {
   if (!read_parsed(dir, ProcFile::kStatm, "statm", parse_proc_statm, s.statm,
                    result) ||
       !read_parsed(dir, ProcFile::kStatus, "status", parse_proc_status,
-                   s.status, result) ||
-      !read_parsed(dir, ProcFile::kStat, "stat", parse_proc_stat,
-                   s.stat_after, result)) {
+                   s.status, result)) {
     return result;
   }
-  s.rss_reads = rss_reads_between(s.stat, s.stat_after);
+  if (request.stat_again) {
+    if (!read_parsed(dir, ProcFile::kStat, "stat", parse_proc_stat,
+                     s.stat_after.emplace(), result))
+      return result;
+    s.rss_reads = rss_reads_between(s.stat, *s.stat_after);
+  }
   if (!read_cgroup(dir, result)) return result;
   if (request.walks && !take_walks(dir, request, result)) return result;
 

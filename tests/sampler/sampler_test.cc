@@ -218,7 +218,8 @@ WalkPolicy walk_everything() {
   return p;
 }
 
-// GCC warns about designated initializers that leave members out.
+// GCC warns about designated initializers that leave members out. Reads
+// stat again after status, as for a drift from /proc.
 SampleRequest request(pid_t pid, bool walks = false,
                       std::optional<ProcessId> expected = std::nullopt,
                       std::optional<uint64_t> last_walk_ns = std::nullopt) {
@@ -227,6 +228,7 @@ SampleRequest request(pid_t pid, bool walks = false,
   r.walks = walks;
   r.expected = expected;
   r.last_walk_ns = last_walk_ns;
+  r.stat_again = true;
   return r;
 }
 
@@ -290,7 +292,8 @@ void expect_sources_agree(const Sample& s) {
   EXPECT_EQ(w.total.swapped, kb_to_pages(st.vm_swap_kb));
   EXPECT_LE(s.begin_ns, s.end_ns);
   // stat read again after status: the counters held still in between.
-  EXPECT_EQ(s.stat_after.rss, s.stat.rss);
+  ASSERT_TRUE(s.stat_after.has_value());
+  EXPECT_EQ(s.stat_after->rss, s.stat.rss);
   EXPECT_EQ(s.rss_reads, RssReads::kStill);
 }
 
@@ -627,9 +630,22 @@ TEST_F(FakeProc, AStatThatMovedBetweenTheReadsOfASampleIsCaught) {
   }
   ASSERT_EQ(moved.outcome, SampleOutcome::kOk) << moved.error;
   EXPECT_EQ(moved.sample.stat.rss, 3516u);
-  EXPECT_EQ(moved.sample.stat_after.rss, 3548u);
+  EXPECT_EQ(moved.sample.stat_after->rss, 3548u);
   EXPECT_EQ(moved.sample.rss_reads, RssReads::kMoving);
   EXPECT_EQ(sampler.stats().read_failures_of(ProcFile::kStat), 0u);
+
+  // Unasked (the caller's drift is the capture's), stat is read once.
+  {
+    testing::ChangingFile stat(
+        root_ / "42" / "stat",
+        {testing::stat_with(3516), testing::stat_with(3548)});
+    SampleRequest once = request(42);
+    once.stat_again = false;
+    const SampleResult r = sampler.sample(once);
+    EXPECT_EQ(r.sample.stat.rss, 3516u);
+    EXPECT_FALSE(r.sample.stat_after || r.sample.rss_reads);
+    EXPECT_EQ(sampler.sample(once).sample.stat.rss, 3548u);  // the next
+  }
 }
 
 // A process whose exit began between the two reads of stat (PF_EXITING in
