@@ -49,7 +49,8 @@ class Daemon {
         store_(std::move(store)),
         sampler_(walk_policy(options)),
         recorder_(*store_, sampler_, recorder_options(options), run.page_size,
-                  run.status_precise.value_or(false)),
+                  run.status_precise.value_or(false),
+                  kernel_rss_bound(run.counting, run.nr_cpus, run.batch)),
         poll_timer_(io_),
         summary_timer_(io_),
         stop_timer_(io_),
@@ -192,6 +193,13 @@ class Daemon {
     h.fidelity_checked = pipeline_.fidelity_checked();
     h.fidelity_matched = pipeline_.fidelity_matched();
     h.live_mms = pipeline_.live_mms();
+    const auto& unknown = recorder_.stats().drift_unknown;
+    h.drift_unknown_moving =
+        unknown[static_cast<size_t>(DriftUnknown::kMoving)];
+    h.drift_unknown_exiting =
+        unknown[static_cast<size_t>(DriftUnknown::kExiting)];
+    h.drift_beyond_bound =
+        unknown[static_cast<size_t>(DriftUnknown::kBeyondBound)];
     h.store_error = last_store_error_;
     return h;
   }

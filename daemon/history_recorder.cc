@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/formats/log_token.h"
 #include "os/clock.h"
 
 namespace rssaudit {
@@ -12,6 +13,30 @@ namespace {
 
 std::string cgroup_of(const std::optional<ProcCgroup>& c) {
   return c && c->v2_path ? *c->v2_path : std::string();
+}
+
+// Whether a sample row of `mm` takes its drift from the capture (the
+// kernel's count and the exact sum of every RSS member known, as
+// write_sample() fills them): then /proc's pair needs no second stat read.
+bool capture_pair_known(const AuditPipeline::LiveMm& mm) {
+  return mm.rss_known() && mm.kernel_count_known[kFilePages] &&
+         mm.kernel_count_known[kAnonPages] &&
+         mm.kernel_count_known[kShmemPages];
+}
+
+// Why /proc's values are not of one moment, as the history says it. Not
+// read again (empty): asked only where the drift is the capture's.
+std::optional<DriftUnknown> proc_reads_unknown(std::optional<RssReads> reads) {
+  if (!reads) return std::nullopt;
+  switch (*reads) {
+    case RssReads::kStill:
+      return std::nullopt;
+    case RssReads::kMoving:
+      return DriftUnknown::kMoving;
+    case RssReads::kExiting:
+      return DriftUnknown::kExiting;
+  }
+  return DriftUnknown::kMoving;
 }
 
 std::optional<int64_t> pages_of_kb(std::optional<uint64_t> kb,
@@ -24,12 +49,14 @@ std::optional<int64_t> pages_of_kb(std::optional<uint64_t> kb,
 
 HistoryRecorder::HistoryRecorder(Store& store, ProcessSampler& sampler,
                                  RecorderOptions options, int64_t page_size,
-                                 bool status_precise)
+                                 bool status_precise,
+                                 std::optional<int64_t> rss_bound)
     : store_(store),
       sampler_(sampler),
       options_(std::move(options)),
       page_size_(page_size),
       status_precise_(status_precise),
+      rss_bound_(rss_bound),
       self_pid_(static_cast<uint32_t>(getpid())) {}
 
 HistoryRecorder::Tracked& HistoryRecorder::tracked(
@@ -69,6 +96,7 @@ void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
       req.expected = ProcessId{t.who.pid, t.who.start_ticks};
     req.walks = true;  // the sampler's policy decides
     req.last_walk_ns = t.last_walk_ns;
+    req.stat_again = !capture_pair_known(mm);
     const SampleResult r = sampler_.sample(req);
     if (r.outcome != SampleOutcome::kOk &&
         r.outcome != SampleOutcome::kReplaced)
@@ -132,6 +160,7 @@ bool HistoryRecorder::sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns) {
   if (q.who.start_ticks) req.expected = ProcessId{pid, q.who.start_ticks};
   req.walks = true;  // the sampler's policy decides
   req.last_walk_ns = q.last_walk_ns;
+  req.stat_again = true;  // its drift is /proc's
   const SampleResult r = sampler_.sample(req);
   if (r.outcome != SampleOutcome::kOk && r.outcome != SampleOutcome::kReplaced)
     return false;
@@ -159,13 +188,12 @@ bool HistoryRecorder::sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns) {
   q.who.process_id =
       store_.upsert_process(ProcessIdentity{pid, s.id.start_time}, s.stat.comm,
                             std::move(cgroup), wall_ns);
-  const SampleRow row = proc_row(s, q.who.process_id, wall_ns, status_precise_);
+  SampleRow row = proc_row(s, q.who.process_id, wall_ns, status_precise_);
+  judge_drift(row, s.rss_reads, q.who);
   q.kernel_rss = *row.stat_rss;
+  // Live views show its drift only where the history has one.
   q.precise_rss.reset();
-  if (row.precise[kFilePages] && row.precise[kAnonPages] &&
-      row.precise[kShmemPages])
-    q.precise_rss = *row.precise[kFilePages] + *row.precise[kAnonPages] +
-                    *row.precise[kShmemPages];
+  if (!row.drift_unknown) q.precise_rss = rss_of(row.precise);
   store_.add_sample(row);
   ++stats_.samples_written;
   ++stats_.quiet_samples;
@@ -242,8 +270,54 @@ void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
   }
   t.fidelity_checked_before = mm.summary.fidelity_checked;
   t.fidelity_matched_before = mm.summary.fidelity_matched;
+  judge_drift(row, s.rss_reads, t.who);
   store_.add_sample(row);
   ++stats_.samples_written;
+}
+
+void HistoryRecorder::judge_drift(SampleRow& row,
+                                  std::optional<RssReads> proc_reads,
+                                  const RecordedIdentity& who) {
+  row.drift_unknown =
+      drift_unknown_of(row, proc_reads_unknown(proc_reads), rss_bound_);
+  if (!row.drift_unknown) return;
+  ++stats_.drift_unknown[static_cast<size_t>(*row.drift_unknown)];
+  if (*row.drift_unknown != DriftUnknown::kBeyondBound) return;
+  const bool from_capture = rss_of(row.approximate) && rss_of(row.exact);
+  const std::string detail = fmt::format(
+      "drift {:+} pages, beyond the kernel's RSS bound of {} pages: {} {} "
+      "pages - {} {} pages, {}",
+      *source_drift(row), *rss_bound_,
+      from_capture ? "the capture's count" : "stat's rss",
+      from_capture ? *rss_of(row.approximate) : *row.stat_rss,
+      from_capture ? "the exact sum of the same record" : "status's precise",
+      from_capture ? *rss_of(row.exact) : *rss_of(row.precise),
+      from_capture ? "one moment by construction"
+                   : "read while stat's count held still");
+  store_.add_anomaly(
+      AnomalyRow{who.process_id, row.time_ns, "drift_beyond_bound", detail});
+  say_beyond_bound(who, row.time_ns, detail);
+}
+
+void HistoryRecorder::say_beyond_bound(const RecordedIdentity& who,
+                                       int64_t time_ns,
+                                       const std::string& detail) {
+  if (beyond_bound_said_ns_ &&
+      time_ns - *beyond_bound_said_ns_ < kBeyondBoundSaidEveryNs) {
+    ++beyond_bound_unsaid_;
+    return;
+  }
+  fmt::print(stderr,
+             "rssauditd: ANOMALY: pid {} ({}): {}; a kernel bug or a read "
+             "that was not of one moment; recorded as an anomaly "
+             "(drift_beyond_bound), not as drift{}\n",
+             who.pid, log_token(who.comm), detail,
+             beyond_bound_unsaid_
+                 ? fmt::format(" ({} more in the last minute, unsaid)",
+                               beyond_bound_unsaid_)
+                 : "");
+  beyond_bound_said_ns_ = time_ns;
+  beyond_bound_unsaid_ = 0;
 }
 
 void HistoryRecorder::write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,

@@ -10,7 +10,9 @@
 // flushing is the caller's.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -55,6 +57,9 @@ struct RecorderStats {
   uint64_t unsampled_exits = 0;
   uint64_t unnamed_exits = 0;
   uint64_t quiet_samples = 0;  // of those written, of quiet processes
+  // Samples written whose sources were read but whose drift is unknown, by
+  // DriftUnknown; those beyond the bound are also anomaly rows.
+  std::array<uint64_t, kDriftUnknownReasons> drift_unknown{};
 };
 
 // Who an mm's process was, as recorded in the history.
@@ -71,9 +76,11 @@ class HistoryRecorder {
   // `status_precise`: /proc/PID/status gives the precise RSS on this kernel,
   // as measured at start (sampler/reader_probe.h); not before 6.2, nor on
   // 6.2-6.15 kernels without the change that made it sum the slots.
+  // `rss_bound`: the kernel's bound on an RSS's drift (kernel_rss_bound());
+  // empty: none (before 6.2).
   HistoryRecorder(Store& store, ProcessSampler& sampler,
                   RecorderOptions options, int64_t page_size,
-                  bool status_precise);
+                  bool status_precise, std::optional<int64_t> rss_bound);
 
   // Samples every live mm's process, then the quiet processes due. Call
   // right after draining the capture's streams so the BPF-side values are
@@ -135,6 +142,15 @@ class HistoryRecorder {
                      bool status_precise) const;
   void write_sample(AuditPipeline::LiveMm& mm, Tracked& t, const Sample& s,
                     int64_t wall_ns);
+  // Says in `row` why its drift is unknown, if it is, and counts it; a
+  // drift beyond the kernel's bound is an anomaly too, and said on stderr.
+  void judge_drift(SampleRow& row, std::optional<RssReads> proc_reads,
+                   const RecordedIdentity& who);
+  // The stderr line of a drift beyond the bound: at most one a minute, so
+  // a broken kernel does not flood the log.
+  void say_beyond_bound(const RecordedIdentity& who, int64_t time_ns,
+                        const std::string& detail);
+  static constexpr int64_t kBeyondBoundSaidEveryNs = 60'000'000'000;
   void write_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,
                           int64_t wall_ns);
   // Records the process of an mm that ends unsampled; false when it is not
@@ -149,12 +165,15 @@ class HistoryRecorder {
   int64_t page_size_;
   ExitedLookup exited_lookup_;
   bool status_precise_;
+  std::optional<int64_t> rss_bound_;
   uint32_t self_pid_;
   std::unordered_map<uint64_t, Tracked> tracked_;  // by mm address
   std::unordered_map<uint32_t, Quiet> quiet_;      // by pid
   RecorderStats stats_;
   int64_t last_tick_ns_ = 0;  // wall time of the previous sample()
   uint64_t ticks_ = 0;
+  std::optional<int64_t> beyond_bound_said_ns_;  // the last stderr line
+  uint64_t beyond_bound_unsaid_ = 0;             // anomalies since, unsaid
 };
 
 }  // namespace rssaudit

@@ -57,8 +57,7 @@ inline std::optional<int64_t> kernel_bound_per_counter(
 
 // The kernel's bound on an RSS's drift: kRssCounters counters' bounds.
 inline std::optional<int64_t> kernel_rss_bound(std::string_view counting,
-                                               int64_t nr_cpus,
-                                               int64_t batch) {
+                                               int64_t nr_cpus, int64_t batch) {
   const auto per_counter = kernel_bound_per_counter(counting, nr_cpus, batch);
   if (!per_counter) return std::nullopt;
   return kRssCounters * *per_counter;

@@ -60,6 +60,10 @@ inline LiveView sample_live_view() {
   h.host_kernel_rss = 26000 + 2540 + 1034;
   h.host_exact_rss = 25600 + 2560 + 1024;
   h.host_worst_case = 4 * 3 * 8 * 63;
+  // History samples whose drift is unknown, by why.
+  h.drift_unknown_moving = 12;
+  h.drift_unknown_exiting = 3;
+  h.drift_beyond_bound = 1;
   v.processes = {sample_process(100, "big drifter", 25600, 26000, true),
                  sample_process(200, "worker", 2560, 2540, true),
                  sample_process(400, "worker", 1024, 1034, true),

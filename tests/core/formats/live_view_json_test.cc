@@ -20,7 +20,9 @@ auto fields(const DaemonHealth& h) {
                   h.ambiguous, h.lag_s, h.bpf_ns_per_event, h.fidelity_checked,
                   h.fidelity_matched, h.live_mms, h.quiet_processes,
                   h.host_processes_known, h.host_kernel_rss, h.host_exact_rss,
-                  h.host_worst_case, h.store_error);
+                  h.host_worst_case, h.drift_unknown_moving,
+                  h.drift_unknown_exiting, h.drift_beyond_bound,
+                  h.store_error);
 }
 
 auto fields(const LiveProcess& p) {
