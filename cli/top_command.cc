@@ -51,6 +51,7 @@ Row window_cells(const ProcessWindow& w, bool exited) {
           {"exited", int64_t{exited}},
           {"rss_bytes", bytes(rss)},
           {"drift_bytes", bytes(w.latest.drift)},
+          {"drift_unknown", cell(drift_unknown_cell(w.latest))},
           {"max_drift_bytes", bytes(w.worst_drift)},
           {"rss_bound_bytes", bytes(rss_bound(w.bound_per_counter))},
           {"drift_to_rss_bound_ppm",
@@ -81,6 +82,7 @@ nlohmann::json window_json(const ProcessWindow& w) {
       {"rss_bytes", bytes(rss)},
       {"drift_pages", json_or_null(w.latest.drift)},
       {"drift_bytes", bytes(w.latest.drift)},
+      {"drift_unknown", drift_unknown_json(w.latest)},
       {"max_drift_pages", json_or_null(w.worst_drift)},
       {"max_drift_bytes", bytes(w.worst_drift)},
       {"max_drift_ns",
@@ -94,7 +96,9 @@ nlohmann::json window_json(const ProcessWindow& w) {
   return j;
 }
 
-void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit) {
+// The rows; the reasons of the unknown drifts they show go to `legend`.
+void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit,
+                DriftLegend& legend) {
   constexpr std::string_view kRow =
       "{:>7} {:<15} {:>11} {:>11} {:>12} {:>6} {:>7}\n";
   fmt::print(kRow, "PID", "COMM", "RSS", "DRIFT", "MAX |DRIFT|", "/BOUND",
@@ -103,10 +107,12 @@ void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit) {
     auto size = [&](const std::optional<int64_t>& pages, bool sign) {
       return pages ? format_size(*pages, w.page_size, unit, sign) : "-";
     };
-    fmt::print(
-        kRow, w.process.identity.pid, printable(w.process.comm).substr(0, 15),
-        size(resident_pages(w.latest.row), false), size(w.latest.drift, true),
-        size(w.worst_drift, true), ratio_text(w), w.samples);
+    fmt::print(kRow, w.process.identity.pid,
+               printable(w.process.comm).substr(0, 15),
+               size(resident_pages(w.latest.row), false),
+               drift_text(w.latest, w.page_size, unit),
+               size(w.worst_drift, true), ratio_text(w), w.samples);
+    legend.note(w.latest);
   }
 }
 
@@ -193,15 +199,17 @@ void run(TopOptions o) {
   if (std::ranges::any_of(any,
                           [](const ProcessWindow& w) { return w.task_cache; }))
     fmt::print("{}\n", counting_note(kCountingTaskCache));
-  print_rows(living, o.query.unit());
+  DriftLegend legend;
+  print_rows(living, o.query.unit(), legend);
   if (!exited.empty()) {
     fmt::print("exited in the window:\n");
-    print_rows(exited, o.query.unit());
+    print_rows(exited, o.query.unit(), legend);
   }
   fmt::print(
       "/BOUND: max |drift| over the kernel's RSS bound, 3 counters of\n"
       "        CPUs x (batch - 1) pages each. -: unknown (no precise source\n"
-      "        read; before 6.2 no bound)\n");
+      "        read; before 6.2 no bound)\n{}",
+      legend.text());
   if (nameless > 0)
     fmt::print("({} processes without a name or pid not listed)\n", nameless);
 }
