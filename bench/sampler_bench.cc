@@ -1,6 +1,7 @@
 // Cost of sampling one process from /proc, per source: the cheap sample
-// (stat + statm + status), smaps_rollup, and a pagemap walk of a process
-// holding 1 GiB of touched anonymous memory. Figures only.
+// (stat + statm + status, without and with stat read again), smaps_rollup,
+// and a pagemap walk of a process holding 1 GiB of touched anonymous
+// memory. Figures only.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -65,17 +66,19 @@ BigChild& child_1gib() {
   return child;
 }
 
+// Arg 1: stat read again after status, as for a drift from /proc.
 void BM_CheapSample(benchmark::State& state) {
   ProcessSampler sampler(WalkPolicy{});
   SampleRequest request;
   request.pid = child_1gib().pid();
+  request.stat_again = state.range(0) != 0;
   for (auto _ : state) {
     const SampleResult r = sampler.sample(request);
     if (r.outcome != SampleOutcome::kOk) state.SkipWithError(r.error.c_str());
     benchmark::DoNotOptimize(r.sample.status.vm_rss_kb);
   }
 }
-BENCHMARK(BM_CheapSample)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CheapSample)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void BM_SmapsRollup(benchmark::State& state) {
   const ProcDir dir = ProcDir::open("/proc", child_1gib().pid());

@@ -143,6 +143,12 @@ class AuditPipeline : public ReconstructorSink {
   // yet, or destroyed. Lets a test see the models' state event by event.
   const LiveMm* live(const MmKey& key) const;
 
+  // The live mm `key`, its summary refreshed, or null: destroyed since.
+  LiveMm* refreshed(const MmKey& key) {
+    LiveMm* mm = find(key);
+    if (mm) refresh(*mm);
+    return mm;
+  }
   // f(LiveMm&) for every live mm, its summary refreshed.
   template <class F>
   void for_each_live(F&& f) {

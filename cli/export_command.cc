@@ -84,6 +84,7 @@ Row sample_cells(const ProcessSummary& p, int64_t page_size,
   out.emplace_back(
       "drift_bytes",
       cell(s.drift ? std::optional(*s.drift * page_size) : std::nullopt));
+  out.emplace_back("drift_unknown", cell(drift_unknown_cell(s)));
   return out;
 }
 
@@ -288,6 +289,39 @@ std::string scheme_table(const std::vector<SchemeWindow>& schemes,
   return out + "</table></div>\n";
 }
 
+// A table's reasons for unknown drifts, in words below it.
+std::string legend_paragraph(const DriftLegend& legend) {
+  std::string out;
+  for (char c : svg::escape(legend.text()))
+    out += c == '\n' ? std::string("<br>\n") : std::string(1, c);
+  return out.empty() ? out : "<p>" + out + "</p>\n";
+}
+
+// What the drift chart leaves out: the window's samples whose drift is
+// unknown, by reason.
+std::string unplotted_paragraph(
+    const std::array<int64_t, kDriftUnknownReasons>& unknown) {
+  const auto n = [&](DriftUnknown why) {
+    return unknown[static_cast<size_t>(why)];
+  };
+  if (n(DriftUnknown::kMoving) + n(DriftUnknown::kExiting) +
+          n(DriftUnknown::kBeyondBound) ==
+      0)
+    return {};
+  return fmt::format(
+      "<p>Not plotted, as their drift is unknown: {} samples read while the "
+      "counters moved (a fold between the reads of <code>stat</code> and "
+      "<code>status</code>), {} read while their process exited, {} beyond "
+      "the kernel's bound{}.</p>\n",
+      n(DriftUnknown::kMoving), n(DriftUnknown::kExiting),
+      n(DriftUnknown::kBeyondBound),
+      n(DriftUnknown::kBeyondBound)
+          ? ", which no drift of one moment can be (anomalies: a kernel bug, "
+            "or, in a database from before schema version 9, reads that were "
+            "never checked)"
+          : "");
+}
+
 // The host's RSS as the kernel's approximate readers add it up against the
 // exact total, at the newest samples.
 std::string host_section(const HostRss& h) {
@@ -312,6 +346,7 @@ std::string host_section(const HostRss& h) {
 // The largest processes by RSS: what the kernel's approximate readers show
 // against the exact value, at their newest sample.
 std::string largest_table(const std::vector<ProcessWindow>& largest) {
+  DriftLegend legend;
   std::string out =
       "<div class=\"scroll\"><table>\n<tr><th>pid</th><th>comm</th>"
       "<th>RSS as stat reads it</th><th>exact RSS</th><th>drift</th>"
@@ -329,13 +364,16 @@ std::string largest_table(const std::vector<ProcessWindow>& largest) {
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td></tr>\n",
         w.process.identity.pid, svg::escape(w.process.comm),
-        size(kernel, false), size(exact, false), size(w.latest.drift, true),
+        size(kernel, false), size(exact, false),
+        drift_text(w.latest, w.page_size, SizeUnit::kHuman),
         local_time_text(w.latest.row.time_ns));
+    legend.note(w.latest);
   }
-  return out + "</table></div>\n";
+  return out + "</table></div>\n" + legend_paragraph(legend);
 }
 
 std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
+  DriftLegend legend;
   std::string out =
       "<div "
       "class=\"scroll\"><table>\n<tr><th>pid</th><th>comm</th><th>run</"
@@ -353,12 +391,14 @@ std::string offenders_table(const std::vector<ProcessWindow>& offenders) {
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         w.process.identity.pid, svg::escape(w.process.comm), w.process.run_id,
         w.process.identity.start_ticks,
-        size(resident_pages(w.latest.row), false), size(w.latest.drift, true),
+        size(resident_pages(w.latest.row), false),
+        drift_text(w.latest, w.page_size, SizeUnit::kHuman),
         size(w.worst_drift, true),
         w.worst_drift ? local_time_text(w.worst_at_ns) : "-",
         ratio ? fmt::format("{:.1f}%", 100 * *ratio) : "-", w.samples);
+    legend.note(w.latest);
   }
-  return out + "</table></div>\n";
+  return out + "</table></div>\n" + legend_paragraph(legend);
 }
 
 // How the runs stand, and when the history does not cover them: a stopped
@@ -445,7 +485,10 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
          "wrong as the kernel allows. Tools reading "
          "<code>/proc/PID/status</code> (ps, top) see the exact value where "
          "status is precise.</p>\n"
-      << drift_chart(reader, c, offenders) << "<h2>Model error vs bound</h2>\n"
+      << drift_chart(reader, c, offenders)
+      << unplotted_paragraph(checked(
+             reader.count_drift_unknown(c.window.since_ns, c.window.until_ns)))
+      << "<h2>Model error vs bound</h2>\n"
       << "<p>For each counting scheme, the kernel's and proposed ones, the "
          "largest error one counter reached on these processes' own updates "
          "(red) beside the scheme's bound (blue), the process it was "

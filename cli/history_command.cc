@@ -108,6 +108,7 @@ Row sample_row(const StoredSample& s, const SchemeErrors& errors,
              {"time_utc", utc_time_text(s.row.time_ns)},
              {"rss_bytes", bytes(resident_pages(s.row))},
              {"drift_bytes", bytes(s.drift)},
+             {"drift_unknown", cell(drift_unknown_cell(s))},
              {"threads", cell(s.row.threads)},
              {"fidelity_checked", cell(s.row.fidelity_checked)},
              {"fidelity_matched", cell(s.row.fidelity_matched)}};
@@ -182,6 +183,7 @@ void run(const HistoryOptions& o) {
           {{"time_ns", r.time_ns},
            {"rss_pages", json_or_null(resident_pages(r))},
            {"drift_pages", json_or_null(samples[i].drift)},
+           {"drift_unknown", drift_unknown_json(samples[i])},
            {"threads", json_or_null(r.threads)},
            {"fidelity_checked", json_or_null(r.fidelity_checked)},
            {"fidelity_matched", json_or_null(r.fidelity_matched)},
@@ -212,6 +214,7 @@ void run(const HistoryOptions& o) {
   for (std::string_view h : kSchemeHeadings) fmt::print("{:>8}", h);
   fmt::print("\n");
   const SizeUnit unit = o.query.unit();
+  DriftLegend legend;
   std::string day;
   for (size_t i = 0; i < samples.size(); ++i) {
     const SampleRow& r = samples[i].row;
@@ -224,13 +227,13 @@ void run(const HistoryOptions& o) {
     const std::optional<int64_t> rss = resident_pages(r);
     fmt::print("{:<8}{:>11}{:>11}", when.substr(11),
                rss ? format_size(*rss, page_size, unit) : "-",
-               samples[i].drift
-                   ? format_size(*samples[i].drift, page_size, unit, true)
-                   : "-");
+               drift_text(samples[i], page_size, unit));
+    legend.note(samples[i]);
     for (const std::optional<int64_t>& e : errors[i])
       fmt::print("{:>8}", e ? std::to_string(*e) : "-");
     fmt::print("\n");
   }
+  fmt::print("{}", legend.text());
 }
 
 }  // namespace

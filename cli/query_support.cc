@@ -165,6 +165,48 @@ std::optional<double> drift_to_rss_bound(const ProcessWindow& w) {
   return drift_to_rss_bound(w.worst_drift, w.bound_per_counter);
 }
 
+std::optional<std::string> drift_unknown_cell(const StoredSample& s) {
+  if (!s.row.drift_unknown) return std::nullopt;
+  return std::string(drift_unknown_name(*s.row.drift_unknown));
+}
+
+nlohmann::json drift_unknown_json(const StoredSample& s) {
+  const std::optional<std::string> why = drift_unknown_cell(s);
+  return why ? nlohmann::json(*why) : nlohmann::json(nullptr);
+}
+
+namespace {
+
+// The word a table shows for each DriftUnknown, after a '?'.
+constexpr std::array<std::string_view, kDriftUnknownReasons>
+    kDriftUnknownWords = {"moving", "exiting", "bound"};
+
+}  // namespace
+
+std::string drift_text(const StoredSample& s, int64_t page_size,
+                       SizeUnit unit) {
+  if (s.drift) return format_size(*s.drift, page_size, unit, true);
+  if (s.row.drift_unknown)
+    return fmt::format(
+        "?{}", kDriftUnknownWords[static_cast<size_t>(*s.row.drift_unknown)]);
+  return "-";
+}
+
+void DriftLegend::note(const StoredSample& s) {
+  if (s.row.drift_unknown)
+    seen_[static_cast<size_t>(*s.row.drift_unknown)] = true;
+}
+
+std::string DriftLegend::text(std::string_view indent) const {
+  std::string out;
+  for (size_t i = 0; i < kDriftUnknownReasons; ++i)
+    if (seen_[i])
+      out += fmt::format("{}?{}: drift unknown, {}\n", indent,
+                         kDriftUnknownWords[i],
+                         drift_unknown_words(static_cast<DriftUnknown>(i)));
+  return out;
+}
+
 void rank(std::vector<ProcessWindow>& windows, TopSort by) {
   auto key = [by](const ProcessWindow& w) -> std::optional<double> {
     switch (by) {

@@ -100,6 +100,29 @@ std::optional<double> drift_to_rss_bound(std::optional<int64_t> drift,
 // The same for the window's largest drift.
 std::optional<double> drift_to_rss_bound(const ProcessWindow& w);
 
+// Why a stored sample's drift is unknown although its sources were read,
+// as stored ("moving"), for CSV and JSON; empty (null) otherwise.
+std::optional<std::string> drift_unknown_cell(const StoredSample& s);
+nlohmann::json drift_unknown_json(const StoredSample& s);
+
+// A stored drift in a table: its size; else, where its sources were read,
+// '?' and why it is unknown in a word ("?moving", "?exiting", "?bound"),
+// which the table's DriftLegend explains; else "-".
+std::string drift_text(const StoredSample& s, int64_t page_size, SizeUnit unit);
+
+// The reasons for unknown drifts a table showed, to say below it in plain
+// words.
+class DriftLegend {
+ public:
+  void note(const StoredSample& s);
+  // One line per reason noted ("?moving: drift unknown, the counters moved
+  // while /proc was read"), each starting with `indent`; empty if none.
+  std::string text(std::string_view indent = "") const;
+
+ private:
+  std::array<bool, kDriftUnknownReasons> seen_{};
+};
+
 enum class TopSort { kDrift, kRatio, kRss };
 // Largest first; processes without the value last, then by id.
 void rank(std::vector<ProcessWindow>& windows, TopSort by);

@@ -62,6 +62,7 @@ nlohmann::json json_of(const ProcessSummary& p, const RunSummary& run_row,
         {"fidelity_checked", json_or_null(r.fidelity_checked)},
         {"fidelity_matched", json_or_null(r.fidelity_matched)},
         {"drift_pages", json_or_null(sample->drift)},
+        {"drift_unknown", drift_unknown_json(*sample)},
         {"vm_hwm_pages", json_or_null(r.vm_hwm)},
         {"true_peak_pages", json_or_null(r.true_peak)},
         {"peak_gap_pages", json_or_null(difference(r.true_peak, r.vm_hwm))},
@@ -112,19 +113,19 @@ void print_sources(const StoredSample& sample, const RunInfo& run,
              size(sources[5].rss));
   const std::optional<int64_t> counter_bound =
       kernel_bound_per_counter(run.counting, run.nr_cpus, run.batch);
-  std::string ratio;
-  if (const auto r = drift_to_rss_bound(sample.drift, counter_bound))
-    ratio = fmt::format(" ({:.1f}% of the kernel's RSS bound {})", 100.0 * *r,
-                        size(rss_bound(counter_bound)));
+  std::string drift = size(sample.drift, true);
+  if (const auto ratio = drift_to_rss_bound(sample.drift, counter_bound))
+    drift += fmt::format(" ({:.1f}% of the kernel's RSS bound {})",
+                         100.0 * *ratio, size(rss_bound(counter_bound)));
+  if (r.drift_unknown)
+    drift = fmt::format("unknown, {}", drift_unknown_words(*r.drift_unknown));
   if (task_cache) {
     // status and statm read the atomics too: no precise /proc value.
-    fmt::print("\ndrift (kernel readers - exact): {}{}\n",
-               size(sample.drift, true), ratio);
+    fmt::print("\ndrift (kernel readers - exact): {}\n", drift);
     fmt::print("walk gap (exact - walk):        {}\n",
                size(difference(rss_of(r.exact), r.walk_rss), true));
   } else {
-    fmt::print("\ndrift (approximate - precise): {}{}\n",
-               size(sample.drift, true), ratio);
+    fmt::print("\ndrift (approximate - precise): {}\n", drift);
     fmt::print("walk gap (precise - walk):     {}\n",
                size(difference(rss_of(r.precise), r.walk_rss), true));
   }

@@ -205,6 +205,14 @@ void run(const StatusOptions& o) {
       "  live mms {}, and {} quiet processes (no update yet: "
       "audited from /proc)\n",
       h.live_mms, h.quiet_processes);
+  fmt::print(
+      "  drift    unknown in samples: {} moving (the counters moved while\n"
+      "           /proc was read), {} exiting, {} beyond the kernel's bound\n",
+      h.drift_unknown_moving, h.drift_unknown_exiting, h.drift_beyond_bound);
+  if (h.drift_beyond_bound)
+    fmt::print(
+        "           ANOMALY: no drift of one moment can be beyond the bound\n"
+        "           (a kernel bug?): the anomalies table has the figures\n");
   fmt::print("  store    {}\n", h.store_error.empty()
                                     ? "writing"
                                     : "FAILING: " + printable(h.store_error));

@@ -11,6 +11,10 @@ Cell cell(const std::optional<int64_t>& v) {
   return v ? Cell(*v) : Cell(std::monostate{});
 }
 
+Cell cell(const std::optional<std::string>& v) {
+  return v ? Cell(*v) : Cell(std::monostate{});
+}
+
 std::string csv_field(const Cell& c) {
   if (const auto* n = std::get_if<int64_t>(&c)) return std::to_string(*n);
   const auto* text = std::get_if<std::string>(&c);

@@ -21,6 +21,7 @@ using Cell = std::variant<std::monostate, int64_t, std::string>;
 using Row = std::vector<std::pair<std::string, Cell>>;
 
 Cell cell(const std::optional<int64_t>& v);
+Cell cell(const std::optional<std::string>& v);
 // RFC 4180: quoted when it holds a separator, a quote or a line break.
 std::string csv_field(const Cell& c);
 nlohmann::json json_cell(const Cell& c);

@@ -65,6 +65,7 @@ Row window_cells(const ProcessWindow& w, Standing standing) {
           {"run_stopped", int64_t{standing == Standing::kRunStopped}},
           {"rss_bytes", bytes(rss)},
           {"drift_bytes", bytes(w.latest.drift)},
+          {"drift_unknown", cell(drift_unknown_cell(w.latest))},
           {"max_drift_bytes", bytes(w.worst_drift)},
           {"rss_bound_bytes", bytes(rss_bound(w.bound_per_counter))},
           {"drift_to_rss_bound_ppm",
@@ -95,6 +96,7 @@ nlohmann::json window_json(const ProcessWindow& w) {
       {"rss_bytes", bytes(rss)},
       {"drift_pages", json_or_null(w.latest.drift)},
       {"drift_bytes", bytes(w.latest.drift)},
+      {"drift_unknown", drift_unknown_json(w.latest)},
       {"max_drift_pages", json_or_null(w.worst_drift)},
       {"max_drift_bytes", bytes(w.worst_drift)},
       {"max_drift_ns",
@@ -121,7 +123,9 @@ std::vector<std::string> stop_lines(const std::vector<ProcessWindow>& stopped) {
   return out;
 }
 
-void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit) {
+// The rows; the reasons of the unknown drifts they show go to `legend`.
+void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit,
+                DriftLegend& legend) {
   constexpr std::string_view kRow =
       "{:>7} {:<15} {:>11} {:>11} {:>12} {:>6} {:>7}\n";
   fmt::print(kRow, "PID", "COMM", "RSS", "DRIFT", "MAX |DRIFT|", "/BOUND",
@@ -130,10 +134,12 @@ void print_rows(const std::vector<ProcessWindow>& windows, SizeUnit unit) {
     auto size = [&](const std::optional<int64_t>& pages, bool sign) {
       return pages ? format_size(*pages, w.page_size, unit, sign) : "-";
     };
-    fmt::print(
-        kRow, w.process.identity.pid, printable(w.process.comm).substr(0, 15),
-        size(resident_pages(w.latest.row), false), size(w.latest.drift, true),
-        size(w.worst_drift, true), ratio_text(w), w.samples);
+    fmt::print(kRow, w.process.identity.pid,
+               printable(w.process.comm).substr(0, 15),
+               size(resident_pages(w.latest.row), false),
+               drift_text(w.latest, w.page_size, unit),
+               size(w.worst_drift, true), ratio_text(w), w.samples);
+    legend.note(w.latest);
   }
 }
 
@@ -251,7 +257,9 @@ void run(TopOptions o) {
   }
   if (living.empty() && exited.empty() && stopped.empty()) return;
   if (task_cache) fmt::print("{}\n", counting_note(kCountingTaskCache));
-  if (!living.empty() || stopped.empty()) print_rows(living, o.query.unit());
+  DriftLegend legend;
+  if (!living.empty() || stopped.empty())
+    print_rows(living, o.query.unit(), legend);
   if (!stopped.empty()) {
     fmt::print(
         "not known to run (rssauditd stopped before they exited), as of "
@@ -262,16 +270,17 @@ void run(TopOptions o) {
           return w.run_state == RunState::kDied;
         }))
       fmt::print("  {}\n", kRunDiedNote);
-    print_rows(stopped, o.query.unit());
+    print_rows(stopped, o.query.unit(), legend);
   }
   if (!exited.empty()) {
     fmt::print("exited in the window:\n");
-    print_rows(exited, o.query.unit());
+    print_rows(exited, o.query.unit(), legend);
   }
   fmt::print(
       "/BOUND: max |drift| over the kernel's RSS bound, 3 counters of\n"
       "        CPUs x (batch - 1) pages each. -: unknown (no precise source\n"
-      "        read; before 6.2 no bound)\n");
+      "        read; before 6.2 no bound)\n{}",
+      legend.text());
   if (nameless > 0)
     fmt::print("({} processes without a name or pid not listed)\n", nameless);
 }

@@ -50,7 +50,8 @@ class Daemon {
         store_(std::move(store)),
         sampler_(walk_policy(options)),
         recorder_(*store_, sampler_, recorder_options(options), run.page_size,
-                  run.status_precise.value_or(false)),
+                  run.status_precise.value_or(false),
+                  kernel_rss_bound(run.counting, run.nr_cpus, run.batch)),
         poll_timer_(io_),
         summary_timer_(io_),
         stop_timer_(io_),
@@ -77,17 +78,13 @@ class Daemon {
     every(
         sample_timer_, [this] { return options_.sample_s; },
         [this] {
+          if (recorder_.tick_open()) return;  // the previous one goes on
           const uint64_t fired = monotonic_ns();
           drain();
           const int64_t now = realtime_ns();
           note_sampling_gap(fired, now);
-          recorder_.sample(pipeline_, now);
-          for (const MmKey& key : recorder_.take_ended_unseen())
-            live_.end_unseen(key);
-          last_tick_done_ns_ = monotonic_ns();
-          note_rate();
-          flush_if_backlog_high();
-          notifier_.status(status_line());
+          recorder_.begin_tick(pipeline_, now);
+          sample_slice(false);
         });
     every(
         flush_timer_, [this] { return options_.flush_s; },
@@ -215,6 +212,13 @@ class Daemon {
     h.fidelity_checked = pipeline_.fidelity_checked();
     h.fidelity_matched = pipeline_.fidelity_matched();
     h.live_mms = pipeline_.live_mms();
+    const auto& unknown = recorder_.stats().drift_unknown;
+    h.drift_unknown_moving =
+        unknown[static_cast<size_t>(DriftUnknown::kMoving)];
+    h.drift_unknown_exiting =
+        unknown[static_cast<size_t>(DriftUnknown::kExiting)];
+    h.drift_beyond_bound =
+        unknown[static_cast<size_t>(DriftUnknown::kBeyondBound)];
     h.store_error = last_store_error_;
     h.store_dropped_rows = store_->dropped_rows();
     h.store_pending_rows = store_->pending_rows();
@@ -252,13 +256,15 @@ class Daemon {
         dropped ? fmt::format(", {} history rows dropped", dropped) : "");
   }
   // The sampling timer, fired at monotonic `fired_ns`, came more than
-  // twice the interval after the previous tick's work ended (over an
-  // interval late): the loop was stopped (SIGSTOP) or stalled, and no
-  // process was sampled between. A tick's own work delays the next one by
-  // as long, and is no gap: the samples say when they were taken.
+  // twice the interval, and a second, after the previous tick's work
+  // ended (over an interval late): the loop was stopped (SIGSTOP) or
+  // stalled, and no process was sampled between. A tick's own work delays
+  // the next one by as long, and is no gap: the samples say when they were
+  // taken. Nor is a wait shorter than a second at a short interval.
   void note_sampling_gap(uint64_t fired_ns, int64_t wall_ns) {
+    const double gap_ns = std::max(2e9 * options_.sample_s, 1e9);
     if (last_tick_done_ns_ != 0 &&
-        double(fired_ns - last_tick_done_ns_) > 2e9 * options_.sample_s) {
+        double(fired_ns - last_tick_done_ns_) > gap_ns) {
       ++sampling_gaps_;
       store_->add_sampling_gap(SamplingGap{last_tick_wall_ns_, wall_ns});
       fmt::print(stderr,
@@ -268,6 +274,24 @@ class Daemon {
                  double(wall_ns - last_tick_wall_ns_) / 1e9);
     }
     last_tick_wall_ns_ = wall_ns;
+  }
+  // One slice of the open sampling tick, at most kSampleSliceNs of /proc
+  // reads; the next is posted behind whatever the loop has to answer. A
+  // later slice drains first, so its samples pair /proc with the capture
+  // of the same moment.
+  void sample_slice(bool drain_first) {
+    if (drain_first) drain();
+    const uint64_t until = monotonic_ns() + kSampleSliceNs;
+    if (!recorder_.continue_tick(pipeline_, realtime_ns(), until)) {
+      boost::asio::post(io_, [this] { sample_slice(true); });
+      return;
+    }
+    for (const MmKey& key : recorder_.take_ended_unseen())
+      live_.end_unseen(key);
+    last_tick_done_ns_ = monotonic_ns();
+    note_rate();
+    flush_if_backlog_high();
+    notifier_.status(status_line());
   }
   // Rows beyond a quarter of the backlog's bound: written now rather than
   // at the timer, so that a host of thousands of processes never takes the
@@ -429,8 +453,9 @@ class Daemon {
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().drops(), live_.capture().hook_misses(),
-                      lag_s(), double(loop_delay_.take()) / 1e9, pipeline_, recorder_.stats(), *store_,
-                      options_.top, exited_lookup(), sampler_);
+                      lag_s(), double(loop_delay_.take()) / 1e9, pipeline_,
+                      recorder_.stats(), *store_, options_.top,
+                      exited_lookup(), sampler_);
     write_snapshot_log(stderr, live_.stats(), live_.snapshot_stats());
     write_server_log(
         stderr, control_ ? std::optional(control_->stats()) : std::nullopt,
@@ -473,6 +498,9 @@ class Daemon {
   // Retention after a flush at most this often: a minute of growth at most
   // past the size cap.
   static constexpr uint64_t kRetentionPeriodNs = 60'000'000'000;
+  // /proc reads of one sampling slice: ~150 processes here, a twentieth of
+  // the second the loop may keep a query waiting.
+  static constexpr uint64_t kSampleSliceNs = 50'000'000;
   const std::vector<std::string> args_;
   DaemonOptions options_;
   const RunInfo run_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/formats/log_token.h"
 #include "os/clock.h"
 
 namespace rssaudit {
@@ -12,6 +13,30 @@ namespace {
 
 std::string cgroup_of(const std::optional<ProcCgroup>& c) {
   return c && c->v2_path ? *c->v2_path : std::string();
+}
+
+// Whether a sample row of `mm` takes its drift from the capture (the
+// kernel's count and the exact sum of every RSS member known, as
+// write_sample() fills them): then /proc's pair needs no second stat read.
+bool capture_pair_known(const AuditPipeline::LiveMm& mm) {
+  return mm.rss_known() && mm.kernel_count_known[kFilePages] &&
+         mm.kernel_count_known[kAnonPages] &&
+         mm.kernel_count_known[kShmemPages];
+}
+
+// Why /proc's values are not of one moment, as the history says it. Not
+// read again (empty): asked only where the drift is the capture's.
+std::optional<DriftUnknown> proc_reads_unknown(std::optional<RssReads> reads) {
+  if (!reads) return std::nullopt;
+  switch (*reads) {
+    case RssReads::kStill:
+      return std::nullopt;
+    case RssReads::kMoving:
+      return DriftUnknown::kMoving;
+    case RssReads::kExiting:
+      return DriftUnknown::kExiting;
+  }
+  return DriftUnknown::kMoving;
 }
 
 std::optional<int64_t> pages_of_kb(std::optional<uint64_t> kb,
@@ -24,12 +49,14 @@ std::optional<int64_t> pages_of_kb(std::optional<uint64_t> kb,
 
 HistoryRecorder::HistoryRecorder(Store& store, ProcessSampler& sampler,
                                  RecorderOptions options, int64_t page_size,
-                                 bool status_precise)
+                                 bool status_precise,
+                                 std::optional<int64_t> rss_bound)
     : store_(store),
       sampler_(sampler),
       options_(std::move(options)),
       page_size_(page_size),
       status_precise_(status_precise),
+      rss_bound_(rss_bound),
       self_pid_(static_cast<uint32_t>(getpid())) {}
 
 HistoryRecorder::Tracked& HistoryRecorder::tracked(
@@ -67,62 +94,88 @@ bool HistoryRecorder::owner_gone(const AuditPipeline::LiveMm& mm,
 }
 
 void HistoryRecorder::sample(AuditPipeline& pipeline, int64_t wall_ns) {
+  begin_tick(pipeline, wall_ns);
+  continue_tick(pipeline, wall_ns, UINT64_MAX);
+}
+
+void HistoryRecorder::begin_tick(AuditPipeline& pipeline, int64_t wall_ns) {
   last_tick_ns_ = wall_ns;
   sampler_.start_tick(monotonic_ns());
+  tick_mms_.clear();
+  tick_next_ = 0;
+  tick_newest_.clear();
+  tick_tgids_.clear();
+  tick_open_ = true;
   // The newest mm of each process: an older one lives on only where its
   // exit_mmap record was lost after an exec.
-  std::unordered_map<uint32_t, uint64_t> newest;
-  pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
-    uint64_t& g = newest[mm.summary.tgid];
-    g = std::max(g, mm.summary.key.generation);
-  });
-  std::unordered_set<uint32_t> live_tgids;
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {
     if (!mm.summary.tgid) return;  // no owner seen yet: nothing to sample
-    live_tgids.insert(mm.summary.tgid);
-    Tracked& t = tracked(mm);
-    SampleRequest req;
-    req.pid = mm.summary.tgid;
-    if (t.who.process_id)
-      req.expected = ProcessId{t.who.pid, t.who.start_ticks};
-    req.walks = true;  // the sampler's policy decides
-    req.last_walk_ns = t.last_walk_ns;
-    const bool superseded =
-        newest[mm.summary.tgid] != mm.summary.key.generation;
-    const SampleResult r = sampler_.sample(req);
-    if (owner_gone(mm, r, superseded)) {
-      // Its exit_mmap record may still be on its way at the first tick.
-      if (!t.gone_tick) {
-        t.gone_tick = ticks_ + 1;
-      } else if (t.gone_tick <= ticks_ && !t.ended_unseen) {
-        t.ended_unseen = true;
-        ended_unseen_.push_back(mm.summary.key);
-      }
-      return;
-    }
-    t.gone_tick = 0;
-    if (r.outcome != SampleOutcome::kOk) return;  // unreadable: next tick
-    const Sample& s = r.sample;
-    // An unreadable cgroup keeps the one recorded before.
-    std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : t.who.cgroup;
-    if (!wanted(s.stat.comm, cgroup, mm.summary.updates)) return;
-    if (s.smaps_rollup || s.pagemap) t.last_walk_ns = s.end_ns;
-    const uint64_t rss = s.statm.resident;
-    if (rss < options_.min_rss_pages) {
-      ++stats_.below_min_rss;
-      return;
-    }
-    const bool first = !t.who.process_id;
-    const int64_t id =
-        store_.upsert_process(ProcessIdentity{s.id.pid, s.id.start_time},
-                              s.stat.comm, cgroup, wall_ns);
-    if (first) t.interval_start_ns = wall_ns;
-    t.who = RecordedIdentity{id, s.id.pid, s.id.start_time, s.stat.comm,
-                             std::move(cgroup)};
-    write_sample(mm, t, s, wall_ns);
-    note_model_errors(mm, t, wall_ns, false);
+    tick_mms_.push_back(mm.summary.key);
+    uint64_t& g = tick_newest_[mm.summary.tgid];
+    g = std::max(g, mm.summary.key.generation);
   });
-  sample_quiet(live_tgids, wall_ns);
+}
+
+bool HistoryRecorder::continue_tick(AuditPipeline& pipeline, int64_t wall_ns,
+                                    uint64_t until_ns) {
+  if (!tick_open_) return true;
+  while (tick_next_ < tick_mms_.size()) {
+    // Ended since the tick began: its exit was recorded.
+    if (AuditPipeline::LiveMm* mm = pipeline.refreshed(tick_mms_[tick_next_]))
+      sample_mm(*mm, wall_ns);
+    ++tick_next_;
+    if (tick_next_ < tick_mms_.size() && monotonic_ns() >= until_ns)
+      return false;
+  }
+  sample_quiet(tick_tgids_, wall_ns);
+  tick_open_ = false;
+  return true;
+}
+
+void HistoryRecorder::sample_mm(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
+  tick_tgids_.insert(mm.summary.tgid);
+  Tracked& t = tracked(mm);
+  SampleRequest req;
+  req.pid = mm.summary.tgid;
+  if (t.who.process_id)
+    req.expected = ProcessId{t.who.pid, t.who.start_ticks};
+  req.walks = true;  // the sampler's policy decides
+  req.last_walk_ns = t.last_walk_ns;
+  req.stat_again = !capture_pair_known(mm);
+  const bool superseded =
+      tick_newest_[mm.summary.tgid] != mm.summary.key.generation;
+  const SampleResult r = sampler_.sample(req);
+  if (owner_gone(mm, r, superseded)) {
+    // Its exit_mmap record may still be on its way at the first tick.
+    if (!t.gone_tick) {
+      t.gone_tick = ticks_ + 1;
+    } else if (t.gone_tick <= ticks_ && !t.ended_unseen) {
+      t.ended_unseen = true;
+      ended_unseen_.push_back(mm.summary.key);
+    }
+    return;
+  }
+  t.gone_tick = 0;
+  if (r.outcome != SampleOutcome::kOk) return;  // unreadable: next tick
+  const Sample& s = r.sample;
+  // An unreadable cgroup keeps the one recorded before.
+  std::string cgroup = s.cgroup ? cgroup_of(s.cgroup) : t.who.cgroup;
+  if (!wanted(s.stat.comm, cgroup, mm.summary.updates)) return;
+  if (s.smaps_rollup || s.pagemap) t.last_walk_ns = s.end_ns;
+  const uint64_t rss = s.statm.resident;
+  if (rss < options_.min_rss_pages) {
+    ++stats_.below_min_rss;
+    return;
+  }
+  const bool first = !t.who.process_id;
+  const int64_t id =
+      store_.upsert_process(ProcessIdentity{s.id.pid, s.id.start_time},
+                            s.stat.comm, cgroup, wall_ns);
+  if (first) t.interval_start_ns = wall_ns;
+  t.who = RecordedIdentity{id, s.id.pid, s.id.start_time, s.stat.comm,
+                           std::move(cgroup)};
+  write_sample(mm, t, s, wall_ns);
+  note_model_errors(mm, t, wall_ns, false);
 }
 
 void HistoryRecorder::sample_quiet(
@@ -160,6 +213,7 @@ bool HistoryRecorder::sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns) {
   if (q.who.start_ticks) req.expected = ProcessId{pid, q.who.start_ticks};
   req.walks = true;  // the sampler's policy decides
   req.last_walk_ns = q.last_walk_ns;
+  req.stat_again = true;  // its drift is /proc's
   const SampleResult r = sampler_.sample(req);
   if (r.outcome != SampleOutcome::kOk && r.outcome != SampleOutcome::kReplaced)
     return false;
@@ -187,13 +241,12 @@ bool HistoryRecorder::sample_quiet(uint32_t pid, Quiet& q, int64_t wall_ns) {
   q.who.process_id =
       store_.upsert_process(ProcessIdentity{pid, s.id.start_time}, s.stat.comm,
                             std::move(cgroup), wall_ns);
-  const SampleRow row = proc_row(s, q.who.process_id, wall_ns, status_precise_);
+  SampleRow row = proc_row(s, q.who.process_id, wall_ns, status_precise_);
+  judge_drift(row, s.rss_reads, q.who);
   q.kernel_rss = *row.stat_rss;
+  // Live views show its drift only where the history has one.
   q.precise_rss.reset();
-  if (row.precise[kFilePages] && row.precise[kAnonPages] &&
-      row.precise[kShmemPages])
-    q.precise_rss = *row.precise[kFilePages] + *row.precise[kAnonPages] +
-                    *row.precise[kShmemPages];
+  if (!row.drift_unknown) q.precise_rss = rss_of(row.precise);
   store_.add_sample(row);
   ++stats_.samples_written;
   ++stats_.quiet_samples;
@@ -270,8 +323,54 @@ void HistoryRecorder::write_sample(AuditPipeline::LiveMm& mm, Tracked& t,
   }
   t.fidelity_checked_before = mm.summary.fidelity_checked;
   t.fidelity_matched_before = mm.summary.fidelity_matched;
+  judge_drift(row, s.rss_reads, t.who);
   store_.add_sample(row);
   ++stats_.samples_written;
+}
+
+void HistoryRecorder::judge_drift(SampleRow& row,
+                                  std::optional<RssReads> proc_reads,
+                                  const RecordedIdentity& who) {
+  row.drift_unknown =
+      drift_unknown_of(row, proc_reads_unknown(proc_reads), rss_bound_);
+  if (!row.drift_unknown) return;
+  ++stats_.drift_unknown[static_cast<size_t>(*row.drift_unknown)];
+  if (*row.drift_unknown != DriftUnknown::kBeyondBound) return;
+  const bool from_capture = rss_of(row.approximate) && rss_of(row.exact);
+  const std::string detail = fmt::format(
+      "drift {:+} pages, beyond the kernel's RSS bound of {} pages: {} {} "
+      "pages - {} {} pages, {}",
+      *source_drift(row), *rss_bound_,
+      from_capture ? "the capture's count" : "stat's rss",
+      from_capture ? *rss_of(row.approximate) : *row.stat_rss,
+      from_capture ? "the exact sum of the same record" : "status's precise",
+      from_capture ? *rss_of(row.exact) : *rss_of(row.precise),
+      from_capture ? "one moment by construction"
+                   : "read while stat's count held still");
+  store_.add_anomaly(
+      AnomalyRow{who.process_id, row.time_ns, "drift_beyond_bound", detail});
+  say_beyond_bound(who, row.time_ns, detail);
+}
+
+void HistoryRecorder::say_beyond_bound(const RecordedIdentity& who,
+                                       int64_t time_ns,
+                                       const std::string& detail) {
+  if (beyond_bound_said_ns_ &&
+      time_ns - *beyond_bound_said_ns_ < kBeyondBoundSaidEveryNs) {
+    ++beyond_bound_unsaid_;
+    return;
+  }
+  fmt::print(stderr,
+             "rssauditd: ANOMALY: pid {} ({}): {}; a kernel bug or a read "
+             "that was not of one moment; recorded as an anomaly "
+             "(drift_beyond_bound), not as drift{}\n",
+             who.pid, log_token(who.comm), detail,
+             beyond_bound_unsaid_
+                 ? fmt::format(" ({} more in the last minute, unsaid)",
+                               beyond_bound_unsaid_)
+                 : "");
+  beyond_bound_said_ns_ = time_ns;
+  beyond_bound_unsaid_ = 0;
 }
 
 void HistoryRecorder::note_model_errors(AuditPipeline::LiveMm& mm, Tracked& t,

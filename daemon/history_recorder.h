@@ -12,7 +12,9 @@
 // flushing is the caller's.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -69,6 +71,9 @@ struct RecorderStats {
   // was found gone at two ticks while its mm still lived in the audit,
   // and its end recorded then, with an `exit_unseen` anomaly.
   uint64_t exits_unseen = 0;
+  // Samples written whose sources were read but whose drift is unknown, by
+  // DriftUnknown; those beyond the bound are also anomaly rows.
+  std::array<uint64_t, kDriftUnknownReasons> drift_unknown{};
 };
 
 // Who an mm's process was, as recorded in the history.
@@ -85,14 +90,27 @@ class HistoryRecorder {
   // `status_precise`: /proc/PID/status gives the precise RSS on this kernel,
   // as measured at start (sampler/reader_probe.h); not before 6.2, nor on
   // 6.2-6.15 kernels without the change that made it sum the slots.
+  // `rss_bound`: the kernel's bound on an RSS's drift (kernel_rss_bound());
+  // empty: none (before 6.2).
   HistoryRecorder(Store& store, ProcessSampler& sampler,
                   RecorderOptions options, int64_t page_size,
-                  bool status_precise);
+                  bool status_precise, std::optional<int64_t> rss_bound);
 
-  // Samples every live mm's process, then the quiet processes due. Call
-  // right after draining the capture's streams so the BPF-side values are
-  // of this moment (and a process that updated has its mm in the audit).
+  // A tick: samples every live mm's process, then the quiet processes
+  // due. Call right after draining the capture's streams so the BPF-side
+  // values are of this moment (and a process that updated has its mm in
+  // the audit).
   void sample(AuditPipeline& pipeline, int64_t wall_ns);
+  // The same tick in slices, so that the daemon's loop answers queries,
+  // scrapes and signals between them (thousands of processes take a
+  // second): begin_tick() lists the live mms; each continue_tick(),
+  // called right after a drain, samples them until CLOCK_MONOTONIC passes
+  // `until_ns`, its rows at `wall_ns`; true when the tick is done. An mm
+  // that ends between slices is not sampled (its exit is recorded).
+  void begin_tick(AuditPipeline& pipeline, int64_t wall_ns);
+  bool continue_tick(AuditPipeline& pipeline, int64_t wall_ns,
+                     uint64_t until_ns);
+  bool tick_open() const { return tick_open_; }
   // The recorded quiet processes as last sampled: kernel RSS from
   // /proc/PID/stat, exact from /proc/PID/status read right after (since
   // 6.2 its sums are precise, and nothing moved), for live views.
@@ -116,8 +134,8 @@ class HistoryRecorder {
   const RecorderStats& stats() const { return stats_; }
   // The recorded identity of the live mm at `mm_addr`, for labelling live
   // views; null when the mm has not been recorded (filtered, not sampled
-  // yet). One hash lookup; the pointer is valid until the next sample() or
-  // on_exit().
+  // yet). One hash lookup; the pointer is valid until the next sample,
+  // slice or on_exit().
   const RecordedIdentity* identity(uint64_t mm_addr) const;
   // On a configuration reload (SIGHUP): applies from the next sample.
   void set_options(RecorderOptions options) { options_ = std::move(options); }
@@ -149,6 +167,8 @@ class HistoryRecorder {
   bool owner_gone(const AuditPipeline::LiveMm& mm, const SampleResult& r,
                   bool superseded);
   Tracked& tracked(const AuditPipeline::LiveMm& mm);
+  // One live mm's sample in the open tick.
+  void sample_mm(AuditPipeline::LiveMm& mm, int64_t wall_ns);
   // Whether a process so named, in that cgroup, whose mm made `updates`,
   // passes --comm, --cgroup and --min-updates.
   bool wanted(const std::string& comm, const std::string& cgroup,
@@ -178,6 +198,15 @@ class HistoryRecorder {
   void note_model_errors(AuditPipeline::LiveMm& mm, Tracked& t, int64_t wall_ns,
                          bool ending);
   void write_open_errors(Tracked& t);
+  // Says in `row` why its drift is unknown, if it is, and counts it; a
+  // drift beyond the kernel's bound is an anomaly too, and said on stderr.
+  void judge_drift(SampleRow& row, std::optional<RssReads> proc_reads,
+                   const RecordedIdentity& who);
+  // The stderr line of a drift beyond the bound: at most one a minute, so
+  // a broken kernel does not flood the log.
+  void say_beyond_bound(const RecordedIdentity& who, int64_t time_ns,
+                        const std::string& detail);
+  static constexpr int64_t kBeyondBoundSaidEveryNs = 60'000'000'000;
   // Records the process of an mm that ends unsampled; false when it is not
   // to be recorded (alive after an exec, filtered out).
   bool record_unsampled(const AuditPipeline::LiveMm& mm, Tracked& t,
@@ -190,13 +219,24 @@ class HistoryRecorder {
   int64_t page_size_;
   ExitedLookup exited_lookup_;
   bool status_precise_;
+  std::optional<int64_t> rss_bound_;
   uint32_t self_pid_;
   std::unordered_map<uint64_t, Tracked> tracked_;  // by mm address
   std::unordered_map<uint32_t, Quiet> quiet_;      // by pid
   RecorderStats stats_;
-  int64_t last_tick_ns_ = 0;  // wall time of the previous sample()
+  int64_t last_tick_ns_ = 0;  // wall time the previous tick began
   uint64_t ticks_ = 0;
+  // The open tick: the mms it samples (those with an owner when it began),
+  // the next of them, the newest mm of each process then, and the
+  // processes sampled so far (not quiet ones).
+  bool tick_open_ = false;
+  std::vector<MmKey> tick_mms_;
+  size_t tick_next_ = 0;
+  std::unordered_map<uint32_t, uint64_t> tick_newest_;
+  std::unordered_set<uint32_t> tick_tgids_;
   std::vector<MmKey> ended_unseen_;
+  std::optional<int64_t> beyond_bound_said_ns_;  // the last stderr line
+  uint64_t beyond_bound_unsaid_ = 0;             // anomalies since, unsaid
 };
 
 }  // namespace rssaudit

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <iterator>
 
-#include "core/schemes/update.h"
 #include "store/store_rows.h"
 
 namespace rssaudit {
@@ -15,8 +14,7 @@ LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
   // 0: none (before 6.2 a thread's cache is bounded by its faults, not in
   // time).
   const int64_t bound =
-      kRssCounters *
-      kernel_bound_per_counter(health.counting, health.nr_cpus, health.batch)
+      kernel_rss_bound(health.counting, health.nr_cpus, health.batch)
           .value_or(0);
   view.health = std::move(health);
   pipeline.for_each_live([&](AuditPipeline::LiveMm& mm) {

@@ -48,15 +48,19 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                             100.0 * pipeline.fidelity_matched() / checked)
               : std::string("?"),
       pipeline.fidelity_matched(), checked);
-  fmt::print(out,
-             "history samples={} below_min_rss={} exits={} "
-             "unsampled_exits={} unnamed_exits={} exits_unseen={} "
-             "exit_residues={} "
-             "quiet_samples={} unwritten_rows={} dropped_rows={}\n",
-             history.samples_written, history.below_min_rss, history.exits,
-             history.unsampled_exits, history.unnamed_exits,
-             history.exits_unseen, history.residues, history.quiet_samples,
-             store.pending_rows(), store.dropped_rows());
+  fmt::print(
+      out,
+      "history samples={} below_min_rss={} exits={} "
+      "unsampled_exits={} unnamed_exits={} exits_unseen={} exit_residues={} "
+      "quiet_samples={} drift_moving={} drift_exiting={} "
+      "drift_beyond_bound={} unwritten_rows={} dropped_rows={}\n",
+      history.samples_written, history.below_min_rss, history.exits,
+      history.unsampled_exits, history.unnamed_exits, history.exits_unseen,
+      history.residues, history.quiet_samples,
+      history.drift_unknown[static_cast<size_t>(DriftUnknown::kMoving)],
+      history.drift_unknown[static_cast<size_t>(DriftUnknown::kExiting)],
+      history.drift_unknown[static_cast<size_t>(DriftUnknown::kBeyondBound)],
+      store.pending_rows(), store.dropped_rows());
   rank_by_error(mms);
   if (mms.size() > top) mms.resize(top);
   const auto ended_comm = [&](uint32_t tgid) {

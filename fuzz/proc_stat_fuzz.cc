@@ -15,12 +15,13 @@
 namespace rssaudit::fuzz {
 namespace {
 
-// `s` as the kernel prints it (fs/proc/array.c): fields 5 to 19 and 21,
-// which the parser skips, as 0, and one field after 24.
+// `s` as the kernel prints it (fs/proc/array.c): fields 5 to 8, 10 to 19
+// and 21, which the parser skips, as 0, and one field after 24.
 std::string stat_line(const ProcStat& s) {
   return fmt::format(
-      "{} ({}) {} {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {} 0 {} {} {} 0\n", s.pid,
-      s.comm, s.state, s.ppid, s.num_threads, s.start_time, s.vsize, s.rss);
+      "{} ({}) {} {} 0 0 0 0 {} 0 0 0 0 0 0 0 0 0 0 {} 0 {} {} {} 0\n", s.pid,
+      s.comm, s.state, s.ppid, s.flags, s.num_threads, s.start_time, s.vsize,
+      s.rss);
 }
 
 void check(std::string_view text) {

@@ -124,6 +124,12 @@ SampleResult ProcessSampler::sample(const SampleRequest& request) {
                    s.status, result)) {
     return result;
   }
+  if (request.stat_again) {
+    if (!read_parsed(dir, ProcFile::kStat, "stat", parse_proc_stat,
+                     s.stat_after.emplace(), result))
+      return result;
+    s.rss_reads = rss_reads_between(s.stat, *s.stat_after);
+  }
   if (!read_cgroup(dir, result)) return result;
   if (request.walks && !take_walks(dir, request, result)) return result;
 

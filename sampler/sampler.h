@@ -1,8 +1,9 @@
 // Samples the /proc sources of one audited process: the cheap ones (stat,
-// statm, status, and cgroup for its identity) on every call, the expensive
-// walks (smaps_rollup, pagemap) when the caller asks, as WalkPolicy allows.
-// Every file is read once, through one open /proc/PID directory, between two
-// CLOCK_MONOTONIC stamps.
+// statm, status, and cgroup for its identity) on every call, stat again
+// after status when the caller pairs them as drift, the expensive walks
+// (smaps_rollup, pagemap) when the caller asks, as WalkPolicy allows. Every
+// file is read once (stat at most twice), through one open /proc/PID
+// directory, between two CLOCK_MONOTONIC stamps.
 #pragma once
 
 #include <array>
@@ -69,6 +70,11 @@ struct SampleRequest {
   // Consult the policy for the expensive walks (else cheap sources only).
   bool walks = false;
   std::optional<uint64_t> last_walk_ns;  // this process's, for the policy
+  // Read stat again after status, to tell whether the counters held still
+  // (Sample::rss_reads): where stat's rss minus status's is taken as drift.
+  // A second read of stat costs about a fifth of a cheap sample
+  // (bench/sampler_bench.cc).
+  bool stat_again = false;
 };
 
 struct Sample {
@@ -80,6 +86,12 @@ struct Sample {
   ProcStat stat;
   ProcStatm statm;
   ProcStatus status;
+  // When asked (SampleRequest::stat_again): stat read again right after
+  // status, and what the two reads say. Only while the central counts held
+  // still (and no exit was under way) is stat's RSS minus status's one
+  // drift of one moment (docs/kernel.md, "Drift of one moment").
+  std::optional<ProcStat> stat_after;
+  std::optional<RssReads> rss_reads;
   // /proc/PID/cgroup, read with the cheap sources. Empty when unreadable or
   // malformed (counted, explained in SampleResult::error: the memory
   // sources still stand); v2_path empty on a host without cgroup v2.

@@ -344,6 +344,10 @@ void bind_sample(Statement& s, int first, const SampleRow& row) {
         &row.fidelity_checked, &row.fidelity_matched}) {
     s.bind_optional(i++, *v);
   }
+  if (row.drift_unknown)
+    s.bind_text(i, drift_unknown_name(*row.drift_unknown));
+  else
+    s.bind_optional(i, std::nullopt);
 }
 
 SampleRow read_sample(const Statement& s, int first) {
@@ -365,6 +369,8 @@ SampleRow read_sample(const Statement& s, int first) {
         &row.fidelity_checked, &row.fidelity_matched}) {
     *v = s.column_optional(i++);
   }
+  // NULL reads as "": no reason.
+  row.drift_unknown = drift_unknown_named(s.column_text(i));
   return row;
 }
 

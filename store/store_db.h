@@ -124,7 +124,7 @@ class Database {
   sqlite3* db_;
 };
 
-// The samples columns of SampleRow, from process_id to fidelity_matched
+// The samples columns of SampleRow, from process_id to drift_unknown
 // (drift excepted): one list for the writer's INSERT and the readers' SELECT.
 inline constexpr std::string_view kSampleColumns =
     "process_id, time_ns, "
@@ -132,7 +132,8 @@ inline constexpr std::string_view kSampleColumns =
     "precise_file, precise_anon, precise_swap, precise_shmem, statm_resident, "
     "exact_file, exact_anon, exact_swap, exact_shmem, "
     "walk_file, walk_anon, walk_swap, walk_shmem, walk_rss, "
-    "vm_hwm, true_peak, threads, fidelity_checked, fidelity_matched";
+    "vm_hwm, true_peak, threads, fidelity_checked, fidelity_matched, "
+    "drift_unknown";
 inline constexpr int kSampleColumnCount =
     static_cast<int>(std::ranges::count(kSampleColumns, ',')) + 1;
 // Binds `row` to parameters first..first + kSampleColumnCount - 1.

@@ -67,6 +67,14 @@ std::string process_rows(std::string_view time, std::string_view since,
       time, since, until);
 }
 
+// Binds ?1 and ?2 to the bounds of a window [since_ns, until_ns).
+auto bind_window(int64_t since_ns, int64_t until_ns) {
+  return [=](Statement& s) {
+    s.bind(1, since_ns);
+    s.bind(2, until_ns);
+  };
+}
+
 constexpr std::string_view kAllTime = "-9223372036854775807";
 constexpr std::string_view kNoEnd = "9223372036854775807";
 
@@ -249,10 +257,7 @@ Result<std::vector<ProcessSummary>, StoreError> StoreReader::processes_seen(
       "  WHERE time_ns >= ?1 AND time_ns < ?2 "
       "  UNION SELECT process_id FROM model_errors "
       "  WHERE end_ns >= ?1 AND end_ns < ?2) ORDER BY p.id",
-      [&](Statement& s) {
-        s.bind(1, since_ns);
-        s.bind(2, until_ns);
-      });
+      bind_window(since_ns, until_ns));
 }
 
 Result<std::vector<DriftEntry>, StoreError> StoreReader::top_drift(
@@ -329,10 +334,7 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
           "JOIN samples s ON s.rowid = w.newest "
           "LEFT JOIN worst ON worst.process_id = w.process_id ORDER BY p.id",
           kProcessColumns, qualified_sample_columns("s.")),
-      [&](Statement& s) {
-        s.bind(1, since_ns);
-        s.bind(2, until_ns);
-      },
+      bind_window(since_ns, until_ns),
       [](const Statement& q) {
         ProcessWindow w;
         int i = kProcessColumnCount;
@@ -397,13 +399,29 @@ Result<int64_t, StoreError> StoreReader::count_samples(int64_t since_ns,
                                                        int64_t until_ns) {
   auto n = rows(
       "SELECT count(*) FROM samples WHERE time_ns >= ?1 AND time_ns < ?2",
-      [&](Statement& s) {
-        s.bind(1, since_ns);
-        s.bind(2, until_ns);
-      },
+      bind_window(since_ns, until_ns),
       [](const Statement& q) { return q.column_int(0); });
   if (!n) return unexpected(std::move(n).error());
   return n->empty() ? 0 : n->front();
+}
+
+Result<std::array<int64_t, kDriftUnknownReasons>, StoreError>
+StoreReader::count_drift_unknown(int64_t since_ns, int64_t until_ns) {
+  // The index holds drift: only the rows without one are read.
+  auto found = rows(
+      "SELECT drift_unknown, count(*) FROM samples INDEXED BY samples_by_time "
+      "WHERE time_ns >= ?1 AND time_ns < ?2 AND drift IS NULL "
+      "AND drift_unknown IS NOT NULL GROUP BY drift_unknown",
+      bind_window(since_ns, until_ns),
+      [](const Statement& q) {
+        return std::pair(drift_unknown_named(q.column_text(0)),
+                         q.column_int(1));
+      });
+  if (!found) return unexpected(std::move(found).error());
+  std::array<int64_t, kDriftUnknownReasons> out{};
+  for (const auto& [why, n] : *found)
+    if (why) out[static_cast<size_t>(*why)] = n;
+  return out;
 }
 
 Result<std::vector<ModelErrorRow>, StoreError> StoreReader::latest_model_errors(
@@ -448,10 +466,7 @@ Result<std::vector<SchemeWindow>, StoreError> StoreReader::scheme_errors(
       "SELECT scheme, max(largest_error), bound, count(*), process_id, "
       "read_lines_approximate, read_lines_precise FROM model_errors "
       "WHERE end_ns >= ?1 AND end_ns < ?2 GROUP BY scheme",
-      [&](Statement& s) {
-        s.bind(1, since_ns);
-        s.bind(2, until_ns);
-      },
+      bind_window(since_ns, until_ns),
       [](const Statement& q) {
         const std::optional<size_t> scheme = scheme_index(q.column_text(0));
         if (!scheme) return std::optional<SchemeWindow>();

@@ -3,6 +3,7 @@
 // subcommands ask. Safe while rssauditd writes (WAL readers never block it).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -148,6 +149,10 @@ class StoreReader {
       int64_t since_ns, int64_t until_ns,
       const std::function<void(const StoredSample&)>& visit);
   Result<int64_t, StoreError> count_samples(int64_t since_ns, int64_t until_ns);
+  // The samples of [since_ns, until_ns) whose drift is unknown although
+  // their sources were read, by DriftUnknown.
+  Result<std::array<int64_t, kDriftUnknownReasons>, StoreError>
+  count_drift_unknown(int64_t since_ns, int64_t until_ns);
 
   // The newest model_errors row of each scheme for one process, in
   // SchemeSet::kNames order (schemes without a row are left out).

@@ -55,6 +55,14 @@ inline std::optional<int64_t> kernel_bound_per_counter(
   return *UpstreamPercpu(host).bound(kAnonPages);
 }
 
+// The kernel's bound on an RSS's drift: kRssCounters counters' bounds.
+inline std::optional<int64_t> kernel_rss_bound(std::string_view counting,
+                                               int64_t nr_cpus, int64_t batch) {
+  const auto per_counter = kernel_bound_per_counter(counting, nr_cpus, batch);
+  if (!per_counter) return std::nullopt;
+  return kRssCounters * *per_counter;
+}
+
 // Pids are reused; a pid with its start time is not (within one boot).
 struct ProcessIdentity {
   uint32_t pid = 0;
@@ -62,6 +70,41 @@ struct ProcessIdentity {
 
   bool operator==(const ProcessIdentity&) const = default;
 };
+
+// Why a sample's drift is unknown although both of its sources were read
+// (samples.drift_unknown, schema/009): the values were not of one moment,
+// or lie beyond the kernel's bound, which no drift of one moment can.
+enum class DriftUnknown : uint8_t {
+  kMoving,       // the counters moved between stat's and status's reads
+  kExiting,      // the process was exiting: its counters being torn down
+  kBeyondBound,  // |drift| over the run's RSS bound (an anomaly row says so)
+};
+inline constexpr size_t kDriftUnknownReasons = 3;
+// As stored, in DriftUnknown order.
+inline constexpr std::array<std::string_view, kDriftUnknownReasons>
+    kDriftUnknownNames = {"moving", "exiting", "beyond_bound"};
+
+inline std::string_view drift_unknown_name(DriftUnknown why) {
+  return kDriftUnknownNames[static_cast<size_t>(why)];
+}
+// The reason stored as `name`; empty for a name this build does not know.
+inline std::optional<DriftUnknown> drift_unknown_named(std::string_view name) {
+  for (size_t i = 0; i < kDriftUnknownReasons; ++i)
+    if (kDriftUnknownNames[i] == name) return static_cast<DriftUnknown>(i);
+  return std::nullopt;
+}
+// In plain words, for people reading a report.
+inline std::string_view drift_unknown_words(DriftUnknown why) {
+  switch (why) {
+    case DriftUnknown::kMoving:
+      return "the counters moved while /proc was read";
+    case DriftUnknown::kExiting:
+      return "read while the process exited";
+    case DriftUnknown::kBeyondBound:
+      return "beyond the kernel's bound, which no drift of one moment can be";
+  }
+  return "?";
+}
 
 // Indexed by Member: file, anon, swap, shmem.
 using MemberPages = std::array<std::optional<int64_t>, kMembers>;
@@ -85,6 +128,9 @@ struct SampleRow {
   // a row from before schema version 2).
   std::optional<int64_t> fidelity_checked{};
   std::optional<int64_t> fidelity_matched{};
+  // Set: the sources of the drift were read, yet it is unknown, for this
+  // reason (drift_unknown_of()); rss_drift() is then empty.
+  std::optional<DriftUnknown> drift_unknown{};
 
   bool operator==(const SampleRow&) const = default;
 };
@@ -95,20 +141,48 @@ inline std::optional<int64_t> rss_of(const MemberPages& m) {
   return *m[kFilePages] + *m[kAnonPages] + *m[kShmemPages];
 }
 
-// The samples.drift column: the kernel's approximate RSS minus the true one
-// (file + anon + shmem, as VmRSS), both of one moment. From the capture when
-// every member of both is known: the kernel's count and the exact sum of
-// the updates after the same record, as the live view computes it. Else
-// from /proc: stat's rss and status's precise values, read back to back.
+// The drift the row's values give, of one moment or not (drift_unknown
+// says): the kernel's approximate RSS minus the true one (file + anon +
+// shmem, as VmRSS). From the capture when every member of both is known:
+// the kernel's count and the exact sum of the updates after the same
+// record, as the live view computes it. Else from /proc: stat's rss and
+// status's precise values, read back to back (of one moment only while
+// stat's count held still: drift_unknown_of()).
 // Never the capture against /proc: they are read a drain apart, and a
 // process faulting meanwhile shows MiB of difference no counter holds (it
 // ranked busy processes at 10x the kernel's bound).
-inline std::optional<int64_t> rss_drift(const SampleRow& r) {
+inline std::optional<int64_t> source_drift(const SampleRow& r) {
   if (const auto approximate = rss_of(r.approximate), exact = rss_of(r.exact);
       approximate && exact)
     return *approximate - *exact;
   if (const auto precise = rss_of(r.precise); r.stat_rss && precise)
     return *r.stat_rss - *precise;
+  return std::nullopt;
+}
+
+// The samples.drift column: source_drift() unless the row says why the
+// drift is unknown.
+inline std::optional<int64_t> rss_drift(const SampleRow& r) {
+  if (r.drift_unknown) return std::nullopt;
+  return source_drift(r);
+}
+
+// Why the drift of `r` is unknown although its sources were read, or empty
+// when it is known (or has no source). `proc_reads`: why its /proc values
+// are not of one moment (empty: they are), which matters only where the
+// drift is from /proc; the capture's values are always of one moment.
+// `rss_bound`: the kernel's bound on |drift| (empty: none, before 6.2). A
+// drift beyond it was no drift of one moment, or the kernel is broken: it
+// is never stored as drift.
+inline std::optional<DriftUnknown> drift_unknown_of(
+    const SampleRow& r, std::optional<DriftUnknown> proc_reads,
+    std::optional<int64_t> rss_bound) {
+  const bool from_capture = rss_of(r.approximate) && rss_of(r.exact);
+  const std::optional<int64_t> drift = source_drift(r);
+  if (!drift) return std::nullopt;
+  if (!from_capture && proc_reads) return proc_reads;
+  if (rss_bound && (*drift > *rss_bound || *drift < -*rss_bound))
+    return DriftUnknown::kBeyondBound;
   return std::nullopt;
 }
 

@@ -57,6 +57,13 @@ struct DaemonHealth {
   int64_t host_kernel_rss = 0;
   int64_t host_exact_rss = 0;
   int64_t host_worst_case = 0;
+  // History samples since start whose drift is unknown although both of
+  // its sources were read: the counters moved while /proc was read, the
+  // process was exiting, or the drift lay beyond the kernel's bound (no
+  // drift of one moment can: each is an anomaly row).
+  uint64_t drift_unknown_moving = 0;
+  uint64_t drift_unknown_exiting = 0;
+  uint64_t drift_beyond_bound = 0;
   std::string store_error{};  // empty while the history is being written
   // History rows dropped since start (the oldest, while flushes failed),
   // and rows waiting for a flush.

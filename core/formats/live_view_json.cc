@@ -147,6 +147,9 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.host_kernel_rss = r.integer<int64_t>("host_kernel_rss");
   h.host_exact_rss = r.integer<int64_t>("host_exact_rss");
   h.host_worst_case = r.integer<int64_t>("host_worst_case");
+  h.drift_unknown_moving = r.integer<uint64_t>("drift_unknown_moving");
+  h.drift_unknown_exiting = r.integer<uint64_t>("drift_unknown_exiting");
+  h.drift_beyond_bound = r.integer<uint64_t>("drift_beyond_bound");
   h.store_error = r.string("store_error");
   h.store_dropped_rows = r.integer<uint64_t>("store_dropped_rows");
   h.store_pending_rows = r.integer<uint64_t>("store_pending_rows");
@@ -224,6 +227,9 @@ json health_to_json(const DaemonHealth& h) {
       {"host_kernel_rss", h.host_kernel_rss},
       {"host_exact_rss", h.host_exact_rss},
       {"host_worst_case", h.host_worst_case},
+      {"drift_unknown_moving", h.drift_unknown_moving},
+      {"drift_unknown_exiting", h.drift_unknown_exiting},
+      {"drift_beyond_bound", h.drift_beyond_bound},
       {"store_error", h.store_error},
       {"store_dropped_rows", h.store_dropped_rows},
       {"store_pending_rows", h.store_pending_rows},

@@ -419,6 +419,15 @@ void add_health(Builder& b, const LiveView& view,
                  "Summed RSS bound of every audited process: how far the "
                  "readers' host total could be off (absent before 6.2)."),
         none, bytes(h.host_worst_case, page));
+  auto& unknown = b.family(
+      "rssaudit_drift_unknown_samples", Type::kCounter, "",
+      "History samples whose drift is unknown although both sources were "
+      "read, by reason: moving (the counters moved while /proc was read), "
+      "exiting (read during the process's exit), beyond_bound (beyond the "
+      "kernel's bound, which no drift of one moment can be: an anomaly).");
+  add(unknown, {{"reason", "moving"}}, number(h.drift_unknown_moving));
+  add(unknown, {{"reason", "exiting"}}, number(h.drift_unknown_exiting));
+  add(unknown, {{"reason", "beyond_bound"}}, number(h.drift_beyond_bound));
   add(b.family("rssaudit_audited_processes", Type::kGauge, "",
                "Processes in this snapshot, before the top-N cut."),
       none, number(uint64_t{view.processes.size()}));

@@ -39,6 +39,9 @@ Result<ProcStat, ParseError> parse_proc_stat(std::string_view text) {
       case 4:
         ok = s.number(*token, "field 4 (ppid)", out.ppid);
         break;
+      case 9:
+        ok = s.number(*token, "field 9 (flags)", out.flags);
+        break;
       case 20:
         ok = s.number(*token, "field 20 (num_threads)", out.num_threads);
         break;
@@ -55,6 +58,13 @@ Result<ProcStat, ParseError> parse_proc_stat(std::string_view text) {
     if (!ok) return unexpected(std::move(ok).error());
   }
   return out;
+}
+
+RssReads rss_reads_between(const ProcStat& before, const ProcStat& after) {
+  // An exit tears the counters down, folding as it goes: its reads are of
+  // no moment even where field 24 happened to hold still.
+  if (before.exiting() || after.exiting()) return RssReads::kExiting;
+  return before.rss == after.rss ? RssReads::kStill : RssReads::kMoving;
 }
 
 }  // namespace rssaudit

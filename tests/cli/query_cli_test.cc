@@ -703,28 +703,62 @@ TEST(QueryCliNames, JsonOutputsSurviveANameThatIsNotUtf8) {
   fs::remove_all(dir);
 }
 
+// A history database of its own in a temp dir, held open for writing, with a
+// run of `nr_cpus` CPUs (batch 32) counting RSS as `counting` begun 10
+// minutes ago; removed at the end.
+class OwnHistory {
+ public:
+  OwnHistory(const std::string& prefix, uint32_t nr_cpus,
+             std::string_view counting) {
+    std::string templ = fs::temp_directory_path() / (prefix + "-XXXXXX");
+    dir_ = mkdtemp(templ.data());
+    db_ = dir_ / "history.db";
+    auto opened = Store::open(db_, {});
+    EXPECT_TRUE(opened.has_value()) << opened.error().message;
+    if (!opened) return;
+    store_ = std::move(opened).value();
+    now_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count();
+    store_->begin_run(RunInfo{.host = "h",
+                              .kernel_release = "test",
+                              .nr_cpus = nr_cpus,
+                              .batch = 32,
+                              .counting = std::string(counting),
+                              .page_size = 4096,
+                              .rssaudit_version = "0.1.0",
+                              .started_ns = now_ - 10 * kMinute});
+  }
+  ~OwnHistory() { fs::remove_all(dir_); }
+  // Null when the database did not open (the test has failed then).
+  Store* store() { return store_.get(); }
+  // Writes what was added; the writer stays open, as a running daemon's
+  // does (a closed one ends its run: its processes no longer run).
+  void flush() {
+    if (store_) {
+      EXPECT_TRUE(store_->flush().has_value());
+    }
+  }
+  int64_t now() const { return now_; }
+  const fs::path& dir() const { return dir_; }
+  const std::string& db() const { return db_; }
+
+ private:
+  fs::path dir_;
+  std::string db_;
+  std::unique_ptr<Store> store_;
+  int64_t now_ = 0;
+};
+
 // A run of a kernel before 6.2: no sample holds a precise value (status
 // reads the atomics too), and every query says which value is exact.
 TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
-  std::string templ = fs::temp_directory_path() / "rssaudit-q61-XXXXXX";
-  const fs::path dir = mkdtemp(templ.data());
-  const std::string db = dir / "history.db";
-  // Its daemon runs: the writer holds the file while the queries read it.
-  auto opened = Store::open(db, {});
-  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  OwnHistory history_db("rssaudit-q61", 4, kCountingTaskCache);
+  const std::string& db = history_db.db();
   {
-    Store& s = *opened.value();
-    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    s.begin_run(RunInfo{.host = "old",
-                        .kernel_release = "6.1.0-57-cloud-amd64",
-                        .nr_cpus = 4,
-                        .batch = 32,
-                        .counting = std::string(kCountingTaskCache),
-                        .page_size = 4096,
-                        .rssaudit_version = "0.1.0",
-                        .started_ns = now - 10 * kMinute});
+    ASSERT_NE(history_db.store(), nullptr);
+    Store& s = *history_db.store();
+    const int64_t now = history_db.now();
     const int64_t p = s.upsert_process({700, 7000}, "threads", "/t", now);
     SampleRow r;
     r.process_id = p;
@@ -735,7 +769,7 @@ TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
     r.exact = {300, 3034, 0, 0};  // 134 anon pages in threads' caches
     r.walk_rss = 3334;
     s.add_sample(r);
-    ASSERT_TRUE(s.flush().has_value());
+    history_db.flush();
   }
   const std::string args = " --db " + db + " --pages";
   const auto show = run_command(kCli + " show threads" + args);
@@ -766,7 +800,91 @@ TEST(QueryCliBefore62, ShowTopAndHistorySayTheStreamIsTheExactValue) {
   const auto history = run_command(kCli + " history threads" + args);
   EXPECT_NE(history.out.find("per-task caches"), std::string::npos)
       << history.out;
-  fs::remove_all(dir);
+}
+
+// A sample whose drift is unknown (its /proc pair read while the counters
+// moved, or beyond the kernel's bound) is never ranked, plotted or exported
+// as drift, and where it is shown it says why.
+TEST(QueryCliDriftUnknown, IsNeverRankedOrPlottedAndSaysWhy) {
+  // 2 CPUs, batch 32: an RSS bound of 186 pages.
+  OwnHistory history_db("rssaudit-qdu", 2, kCountingPercpu);
+  const std::string& db = history_db.db();
+  ASSERT_NE(history_db.store(), nullptr);
+  {
+    Store& s = *history_db.store();
+    const int64_t now = history_db.now();
+    // From /proc alone: stat's rss against status's precise 1000 pages.
+    const auto sample = [&](int64_t process, int64_t minutes_ago,
+                            int64_t stat_rss, std::optional<DriftUnknown> why) {
+      SampleRow r;
+      r.process_id = process;
+      r.time_ns = now - minutes_ago * kMinute;
+      r.stat_rss = stat_rss;
+      r.precise = {100, 900, 0, 0};
+      r.statm_resident = 1000;
+      r.drift_unknown = why;
+      s.add_sample(r);
+    };
+    const int64_t mover = s.upsert_process({10, 100}, "mover", "/m", now);
+    sample(mover, 3, 1010, std::nullopt);
+    sample(mover, 2, 1900, DriftUnknown::kMoving);
+    sample(mover, 1, 1400, DriftUnknown::kBeyondBound);
+    const int64_t steady = s.upsert_process({20, 200}, "steady", "/s", now);
+    sample(steady, 1, 1050, std::nullopt);
+    history_db.flush();
+  }
+  const std::string args = " --db " + db + " --pages";
+  const auto top = run_command(kCli + " top --sort ratio" + args);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  // Ranked by its known drift (10 pages), after steady's 50.
+  EXPECT_LT(top.out.find(" steady "), top.out.find(" mover ")) << top.out;
+  EXPECT_TRUE(std::regex_search(
+      top.out, std::regex(" mover +1000 pg +\\?bound +\\+10 pg +5\\.4% ")))
+      << top.out;
+  EXPECT_NE(top.out.find("?bound: drift unknown, beyond the kernel's bound"),
+            std::string::npos)
+      << top.out;
+  const auto tj = nlohmann::json::parse(
+      run_command(kCli + " top --sort ratio --json" + args).out);
+  EXPECT_EQ(tj["processes"][1]["comm"], "mover");
+  EXPECT_TRUE(tj["processes"][1]["drift_pages"].is_null());
+  EXPECT_EQ(tj["processes"][1]["drift_unknown"], "beyond_bound");
+  EXPECT_EQ(tj["processes"][1]["max_drift_pages"], 10);
+  EXPECT_TRUE(tj["processes"][0]["drift_unknown"].is_null());
+
+  const auto show = run_command(kCli + " show mover" + args);
+  EXPECT_NE(show.out.find("drift (approximate - precise): unknown, beyond "
+                          "the kernel's bound"),
+            std::string::npos)
+      << show.out;
+  const auto sj = nlohmann::json::parse(
+      run_command(kCli + " show mover --json" + args).out);
+  EXPECT_TRUE(sj["sample"]["drift_pages"].is_null());
+  EXPECT_EQ(sj["sample"]["drift_unknown"], "beyond_bound");
+
+  const auto history = run_command(kCli + " history mover" + args);
+  EXPECT_EQ(count_of(history.out, "?moving"), 2u) << history.out;
+  EXPECT_NE(history.out.find("?moving: drift unknown, the counters moved "
+                             "while /proc was read"),
+            std::string::npos)
+      << history.out;
+  const auto csv =
+      run_command(kCli +
+                  " export --format csv --fields pid,drift,drift_unknown"
+                  " --db " +
+                  db);
+  EXPECT_EQ(csv.out,
+            "pid,drift,drift_unknown\n10,10,\n10,,moving\n10,,beyond_bound\n"
+            "20,50,\n")
+      << csv.err;
+  const std::string html = (history_db.dir() / "report.html").string();
+  ASSERT_EQ(
+      run_command(kCli + " export --format html -o " + html + " --db " + db)
+          .exit_code,
+      0);
+  EXPECT_NE(slurp(html).find("Not plotted, as their drift is unknown: 1 "
+                             "samples read while the counters moved"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "core/schemes/topology.h"
 #include "core/schemes/upstream_percpu.h"
 #include "store/store_queries.h"
+#include "tests/support/fake_proc.h"
 #include "tests/support/sqlite_count.h"
 
 namespace rssaudit {
@@ -33,6 +34,8 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr uint64_t kMmAddr = 0xffff888012345000;
+// The run's: 3 counters x 2 CPUs x (32 - 1).
+constexpr int64_t kRssBound = 186;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -118,7 +121,7 @@ class HistoryRecorderTest : public ::testing::Test {
                               .started_ns = 0});
     // The host's quiet processes are left out but where a test asks.
     recorder_ = std::make_unique<HistoryRecorder>(*store_, sampler_, quiet(0),
-                                                  4096, true);
+                                                  4096, true, kRssBound);
     pipeline_.set_exit_hook(
         [this](AuditPipeline::LiveMm& mm) { recorder_->on_exit(mm, now_); });
   }
@@ -486,6 +489,43 @@ TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
   EXPECT_EQ(recorder_->stats().exits, 0u);
 }
 
+// A tick in slices, as the daemon runs it so its loop answers between
+// them: a slice whose time is up samples one process and stops; an mm
+// that ends between slices is recorded by its exit, not sampled.
+TEST_F(HistoryRecorderTest, ATickInSlicesSamplesEachLiveMmOnceAndSkipsTheEnded) {
+  Child first(Child::kWaiting), second(Child::kWaiting), third(Child::kWaiting);
+  const MmKey keys[] = {{kMmAddr, 1}, {kMmAddr + 4096, 1}, {kMmAddr + 8192, 1}};
+  const uint32_t pids[] = {first.pid(), second.pid(), third.pid()};
+  for (int i = 0; i < 3; ++i) {
+    pipeline_.on_mm_created(keys[i], true);
+    updates(keys[i], pids[i], 10 + i);
+  }
+  recorder_->begin_tick(pipeline_, 11 * kSecond);
+  EXPECT_TRUE(recorder_->tick_open());
+  EXPECT_FALSE(recorder_->continue_tick(pipeline_, 11 * kSecond, 0));
+  EXPECT_EQ(recorder_->stats().samples_written, 1u);
+  // One not sampled yet ends between the slices: of the two left, one
+  // sample, in two slices (the ended one is passed over).
+  uint64_t ended = 0;
+  for (int i = 0; i < 3; ++i)
+    if (recorder_->identity(keys[i].addr) == nullptr && ended == 0) {
+      mm_ends(keys[i]);
+      ended = keys[i].addr;
+    }
+  ASSERT_NE(ended, 0u);
+  EXPECT_FALSE(recorder_->continue_tick(pipeline_, 12 * kSecond, 0));
+  EXPECT_TRUE(recorder_->continue_tick(pipeline_, 12 * kSecond, 0));
+  EXPECT_FALSE(recorder_->tick_open());
+  EXPECT_EQ(recorder_->stats().samples_written, 2u);
+  // A tick unsliced samples the two left, each once.
+  recorder_->sample(pipeline_, 13 * kSecond);
+  EXPECT_EQ(recorder_->stats().samples_written, 4u);
+  ASSERT_TRUE(store_->flush().has_value());
+  EXPECT_EQ(count("SELECT count(*) FROM samples WHERE time_ns = " +
+                  std::to_string(12 * kSecond)),
+            1);
+}
+
 // Model errors over intervals of ticks: each scheme's largest error over a
 // minute, one row set when it ends or the mm does, where every tick wrote
 // one. The intervals follow each other without a hole.
@@ -664,7 +704,7 @@ TEST_F(HistoryRecorderTest, WhereStatusIsNotPreciseAQuietDriftIsUnknown) {
   Child child(Child::kWaiting);
   child.wait_until_asleep();
   HistoryRecorder recorder(*store_, sampler_, quiet(60, child.pid()), 4096,
-                           false);
+                           false, kRssBound);
   recorder.sample(pipeline_, 11 * kSecond);
   const std::vector<LiveProcess> quiet = recorder.quiet_processes(186);
   ASSERT_EQ(quiet.size(), 1u);
@@ -721,7 +761,7 @@ TEST_F(HistoryRecorderTest, QuietProcessesAreSampledABoundedNumberPerTick) {
       std::ofstream(d / f) << read_file(std::string("/proc/self/") + f);
   }
   ProcessSampler sampler(WalkPolicy{}, proc.string());
-  HistoryRecorder recorder(*store_, sampler, quiet(60), 4096, true);
+  HistoryRecorder recorder(*store_, sampler, quiet(60), 4096, true, kRssBound);
   recorder.sample(pipeline_, 11 * kSecond);
   EXPECT_EQ(recorder.stats().quiet_samples, kQuietSamplesPerTick);
   recorder.sample(pipeline_, 12 * kSecond);
@@ -732,6 +772,155 @@ TEST_F(HistoryRecorderTest, QuietProcessesAreSampledABoundedNumberPerTick) {
   fs::remove_all(proc / "1");  // gone: forgotten at the next tick
   recorder.sample(pipeline_, 14 * kSecond);
   EXPECT_EQ(recorder.quiet_processes(0).size(), n - 1);
+}
+
+}  // namespace
+}  // namespace rssaudit
+
+namespace rssaudit {
+namespace {
+
+// The python3 sample as pid 42 (an mm joined mid-life, so its drift is
+// /proc's) and pid 43 (quiet), read by a recorder of their own: stat shows
+// 3516 pages, status 3546 precise.
+class DriftOfOneMomentTest : public HistoryRecorderTest {
+ protected:
+  void SetUp() override {
+    HistoryRecorderTest::SetUp();
+    proc_ = dir_ / "proc";
+    testing::write_process(proc_ / "42", testing::stat_with(3516));
+    testing::write_process(proc_ / "43", testing::stat_with(3516));
+  }
+  // Its samples' drift and why it is unknown, oldest first, as
+  // "drift reason" ("NULL moving", "-30 -").
+  std::string stored(uint32_t pid) {
+    static_cast<void>(store_->flush());  // checked by the rows read
+    auto reader = StoreReader::open_read_only(path_);
+    EXPECT_TRUE(reader.has_value());
+    auto procs = reader.value()->processes_with_pid(pid);
+    EXPECT_TRUE(procs.has_value() && procs->size() == 1u);
+    if (!procs.has_value() || procs->size() != 1u) return "?";
+    auto rows =
+        reader.value()->process_history(procs.value()[0].id, 0, 1000 * kSecond);
+    EXPECT_TRUE(rows.has_value());
+    std::string out;
+    for (const StoredSample& s : rows.value_or(std::vector<StoredSample>{}))
+      out += fmt::format(
+          "{}{} {}", out.empty() ? "" : ",",
+          s.drift ? std::to_string(*s.drift) : "NULL",
+          s.row.drift_unknown ? drift_unknown_name(*s.row.drift_unknown) : "-");
+    return out;
+  }
+  fs::path stat_of(uint32_t pid) const {
+    return proc_ / std::to_string(pid) / "stat";
+  }
+
+  fs::path proc_;
+};
+
+// stat read before and after status: a count that moved in between, or an
+// exit under way, makes the pair no drift of one moment. Its row keeps
+// what was read, the drift is NULL with the reason, and the reasons are
+// counted; a quiet process's live view then shows no drift either.
+TEST_F(DriftOfOneMomentTest, ProcReadsWhileMovingOrExitingStoreWhyNotADrift) {
+  ProcessSampler sampler(WalkPolicy{}, proc_.string());
+  HistoryRecorder recorder(*store_, sampler, quiet(60, 43), 4096, true,
+                           kRssBound);
+  pipeline_.on_mm_created(key_, false);  // joined mid-life: no exact value
+  updates(42, 3);
+  recorder.sample(pipeline_, 11 * kSecond);
+  ASSERT_EQ(recorder.quiet_processes(kRssBound).size(), 1u);
+  EXPECT_TRUE(recorder.quiet_processes(kRssBound)[0].drift_known());
+  {
+    testing::ChangingFile moving(
+        stat_of(42), {testing::stat_with(3516), testing::stat_with(3548)});
+    recorder.sample(pipeline_, 12 * kSecond);
+  }
+  {
+    testing::ChangingFile exiting(
+        stat_of(42),
+        {testing::stat_with(3516), testing::stat_with(3516, 0x400004)});
+    testing::ChangingFile quiet_moving(
+        stat_of(43), {testing::stat_with(3516), testing::stat_with(3484)});
+    recorder.sample(pipeline_, 73 * kSecond);  // the quiet one is due again
+  }
+  EXPECT_EQ(stored(42), "-30 -,NULL moving,NULL exiting");
+  EXPECT_EQ(stored(43), "-30 -,NULL moving");
+  const auto& unknown = recorder.stats().drift_unknown;
+  EXPECT_EQ(unknown[static_cast<size_t>(DriftUnknown::kMoving)], 2u);
+  EXPECT_EQ(unknown[static_cast<size_t>(DriftUnknown::kExiting)], 1u);
+  EXPECT_EQ(unknown[static_cast<size_t>(DriftUnknown::kBeyondBound)], 0u);
+  const std::vector<LiveProcess> quiet = recorder.quiet_processes(kRssBound);
+  ASSERT_EQ(quiet.size(), 1u);
+  EXPECT_FALSE(quiet[0].drift_known());
+  EXPECT_EQ(quiet[0].kernel_rss, 3516);
+  EXPECT_EQ(count("SELECT count(*) FROM anomalies"), 0);
+}
+
+// A drift of one moment beyond the kernel's bound cannot be, unless the
+// kernel is broken: never stored as drift, an anomaly row with the figures
+// and a line on stderr, at most one a minute (saying how many were not).
+// The capture's own pair gets the same check.
+TEST_F(DriftOfOneMomentTest, ADriftBeyondTheBoundIsALoudAnomalyNotADrift) {
+  ProcessSampler sampler(WalkPolicy{}, proc_.string());
+  HistoryRecorder recorder(*store_, sampler, quiet(0), 4096, true, kRssBound);
+  pipeline_.on_mm_created(key_, false);
+  updates(42, 3);
+  testing::write_process(proc_ / "42", testing::stat_with(3546 + kRssBound));
+  ::testing::internal::CaptureStderr();
+  recorder.sample(pipeline_, 11 * kSecond);  // at the bound: a drift
+  testing::write_process(proc_ / "42",
+                         testing::stat_with(3546 + kRssBound + 1));
+  recorder.sample(pipeline_, 12 * kSecond);
+  const std::string first = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(first.find("rssauditd: ANOMALY: pid 42 (python3): drift +187 "
+                       "pages, beyond the kernel's RSS bound of 186 pages: "
+                       "stat's rss 3733 pages - status's precise 3546 pages, "
+                       "read while stat's count held still"),
+            std::string::npos)
+      << first;
+  ::testing::internal::CaptureStderr();
+  recorder.sample(pipeline_, 13 * kSecond);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "")
+      << "within a minute of the last";
+
+  // A broken count the capture read: 700 pages where one was faulted in.
+  const MmKey born{kMmAddr + 4096, 1};
+  pipeline_.on_mm_created(born, true);
+  Update u;
+  u.time_ns = static_cast<uint64_t>(++clock_);
+  u.task = 43;
+  u.delta = 1;
+  u.member = kAnonPages;
+  UpdateInfo info;
+  info.end_ns = u.time_ns;
+  info.kernel_count = 700;
+  info.tgid = 43;
+  pipeline_.on_update(born, u, info);
+  testing::write_process(proc_ / "42", testing::stat_with(3516));
+  ::testing::internal::CaptureStderr();
+  recorder.sample(pipeline_, 80 * kSecond);
+  const std::string later = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(later.find("drift +699 pages, beyond the kernel's RSS bound of "
+                       "186 pages: the capture's count 700 pages - the exact "
+                       "sum of the same record 1 pages"),
+            std::string::npos)
+      << later;
+  EXPECT_NE(later.find("(1 more in the last minute, unsaid)"),
+            std::string::npos)
+      << later;
+
+  EXPECT_EQ(stored(42), "186 -,NULL beyond_bound,NULL beyond_bound,-30 -");
+  EXPECT_EQ(stored(43), "NULL beyond_bound");
+  EXPECT_EQ(recorder.stats()
+                .drift_unknown[static_cast<size_t>(DriftUnknown::kBeyondBound)],
+            3u);
+  EXPECT_EQ(count("SELECT count(*) FROM anomalies WHERE kind = "
+                  "'drift_beyond_bound' AND detail LIKE 'drift +187 pages%'"),
+            2);
+  EXPECT_EQ(count("SELECT count(*) FROM anomalies WHERE kind = "
+                  "'drift_beyond_bound'"),
+            3);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "os/faults_counted.h"
 #include "sampler/pagemap_walk.h"
 #include "sampler/proc_reader.h"
+#include "tests/support/fake_proc.h"
 
 namespace rssaudit {
 namespace {
@@ -217,7 +218,8 @@ WalkPolicy walk_everything() {
   return p;
 }
 
-// GCC warns about designated initializers that leave members out.
+// GCC warns about designated initializers that leave members out. Reads
+// stat again after status, as for a drift from /proc.
 SampleRequest request(pid_t pid, bool walks = false,
                       std::optional<ProcessId> expected = std::nullopt,
                       std::optional<uint64_t> last_walk_ns = std::nullopt) {
@@ -226,6 +228,7 @@ SampleRequest request(pid_t pid, bool walks = false,
   r.walks = walks;
   r.expected = expected;
   r.last_walk_ns = last_walk_ns;
+  r.stat_again = true;
   return r;
 }
 
@@ -288,9 +291,13 @@ void expect_sources_agree(const Sample& s) {
   EXPECT_EQ(w.anon_counted(), kb_to_pages(st.rss_anon_kb));
   EXPECT_EQ(w.total.swapped, kb_to_pages(st.vm_swap_kb));
   EXPECT_LE(s.begin_ns, s.end_ns);
+  // stat read again after status: the counters held still in between.
+  ASSERT_TRUE(s.stat_after.has_value());
+  EXPECT_EQ(s.stat_after->rss, s.stat.rss);
+  EXPECT_EQ(s.rss_reads, RssReads::kStill);
 }
 
-class SamplerOnChild : public testing::Test {
+class SamplerOnChild : public ::testing::Test {
  protected:
   void SetUp() override {
     if (const std::string why = pagemap_unreadable(); !why.empty())
@@ -556,7 +563,7 @@ TEST(WalkPolicy, OptInIsJudgedBeforeSizeAndSizeBeforeTime) {
 
 // A procfs tree in a temp dir, to drive the reader and the sampler's error
 // paths with files /proc never produces.
-class FakeProc : public testing::Test {
+class FakeProc : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() /
@@ -602,6 +609,59 @@ TEST_F(FakeProc, MalformedFileIsAFailureCountedForItsFile) {
   EXPECT_NE(r.error.find("/proc/PID/stat"), std::string::npos) << r.error;
   EXPECT_EQ(sampler.stats().parse_failures_of(ProcFile::kStat), 1u);
   EXPECT_EQ(sampler.stats().vanished, 0u);
+}
+
+// stat is read before statm and status and again after: a count that moved
+// in between (a fold of 32 pages) is told, and both reads are kept.
+TEST_F(FakeProc, AStatThatMovedBetweenTheReadsOfASampleIsCaught) {
+  testing::write_process(root_ / "42", testing::stat_with(3516));
+  ProcessSampler sampler(WalkPolicy{}, root_.string());
+  const SampleResult still = sampler.sample(request(42));
+  ASSERT_EQ(still.outcome, SampleOutcome::kOk) << still.error;
+  EXPECT_EQ(still.sample.rss_reads, RssReads::kStill);
+
+  SampleResult moved;
+  {
+    testing::ChangingFile stat(
+        root_ / "42" / "stat",
+        {testing::stat_with(3516), testing::stat_with(3548)});
+    moved = sampler.sample(request(42));
+    EXPECT_EQ(stat.opened(), 2);
+  }
+  ASSERT_EQ(moved.outcome, SampleOutcome::kOk) << moved.error;
+  EXPECT_EQ(moved.sample.stat.rss, 3516u);
+  EXPECT_EQ(moved.sample.stat_after->rss, 3548u);
+  EXPECT_EQ(moved.sample.rss_reads, RssReads::kMoving);
+  EXPECT_EQ(sampler.stats().read_failures_of(ProcFile::kStat), 0u);
+
+  // Unasked (the caller's drift is the capture's), stat is read once.
+  {
+    testing::ChangingFile stat(
+        root_ / "42" / "stat",
+        {testing::stat_with(3516), testing::stat_with(3548)});
+    SampleRequest once = request(42);
+    once.stat_again = false;
+    const SampleResult r = sampler.sample(once);
+    EXPECT_EQ(r.sample.stat.rss, 3516u);
+    EXPECT_FALSE(r.sample.stat_after || r.sample.rss_reads);
+    EXPECT_EQ(sampler.sample(once).sample.stat.rss, 3548u);  // the next
+  }
+}
+
+// A process whose exit began between the two reads of stat (PF_EXITING in
+// the second): its counters are being torn down, whatever field 24 says.
+TEST_F(FakeProc, AnExitBegunDuringASampleIsTold) {
+  testing::write_process(root_ / "42", testing::stat_with(3516));
+  ProcessSampler sampler(WalkPolicy{}, root_.string());
+  SampleResult r;
+  {
+    testing::ChangingFile stat(
+        root_ / "42" / "stat",
+        {testing::stat_with(3516), testing::stat_with(3516, 0x400004)});
+    r = sampler.sample(request(42));
+  }
+  ASSERT_EQ(r.outcome, SampleOutcome::kOk) << r.error;
+  EXPECT_EQ(r.sample.rss_reads, RssReads::kExiting);
 }
 
 TEST_F(FakeProc, ADirectoryWhereAFileShouldBeIsAReadFailure) {

@@ -118,9 +118,11 @@ SampleRow make_sample(int64_t process_id, int64_t time_ns, int64_t v) {
 void old_database(const std::string& path, int version,
                   const std::string& rows) {
   ASSERT_TRUE(Database::create_at_version(path, version).has_value());
+  // Named columns: later versions add some.
   RawDb(path).exec(
-      "INSERT INTO runs VALUES (1, 'h', '6.1', 2, 32, 4096, '0.1.0', 0, "
-      "NULL);" +
+      "INSERT INTO runs (id, host, kernel_release, nr_cpus, batch, "
+      "page_size, rssaudit_version, started_ns, ended_ns) VALUES (1, 'h', "
+      "'6.1', 2, 32, 4096, '0.1.0', 0, NULL);" +
       rows);
 }
 
@@ -273,6 +275,33 @@ TEST(StoreSchema, VersionFiveRunsCountedWithPercpuCounters) {
             "percpu_counter,task_cache");
 }
 
+// Before version 10 a /proc pair read while the process faulted or exited
+// was stored as drift, up to twice the kernel's bound: such a drift beyond
+// its run's bound (3 x 2 CPUs x 31 = 186 pages here) is no drift, and the
+// upgrade says so. Runs with per-task caches have no bound.
+TEST(StoreSchema, VersionEightDriftsBeyondTheirRunsBoundBecomeUnknown) {
+  TempDir dir;
+  const std::string path = dir.file("v8.db");
+  old_database(
+      path, 8,
+      "INSERT INTO runs (id, host, kernel_release, nr_cpus, batch, "
+      "page_size, rssaudit_version, started_ns, counting) VALUES (2, 'h', "
+      "'6.1', 2, 32, 4096, '0.1.0', 0, 'task_cache');"
+      "INSERT INTO processes VALUES (1, 1, 10, 100, 'busy', '', 1000, 6000, "
+      "NULL, NULL, NULL), (2, 2, 11, 100, 'old', '', 1000, 1000, NULL, NULL, "
+      "NULL);"
+      "INSERT INTO samples (process_id, time_ns, drift) VALUES (1, 1000, 186),"
+      "(1, 2000, -186), (1, 3000, 187), (1, 4000, -400), (1, 5000, NULL),"
+      "(1, 6000, 3), (2, 1000, 5000);");
+  ASSERT_NE(open_store(path), nullptr);
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT group_concat(coalesce(drift, 'NULL') || ' ' || "
+                    "coalesce(drift_unknown, '-'), ',') FROM (SELECT * FROM "
+                    "samples ORDER BY process_id, time_ns)"),
+            "186 -,-186 -,NULL beyond_bound,NULL beyond_bound,NULL -,3 -,"
+            "5000 -");
+}
+
 TEST(StoreSchema, VersionOneRowsAreKeptWithFidelityNotMeasured) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
@@ -402,6 +431,85 @@ TEST(StoreRows, DriftComparesValuesOfOneMoment) {
   EXPECT_EQ(rss_drift(r), 640 - 643);
   r.stat_rss.reset();
   EXPECT_EQ(rss_drift(r), std::nullopt);
+}
+
+// A drift is unknown where its values were not of one moment (/proc read
+// while the count moved or the process exited) or lie beyond the kernel's
+// bound; the capture's pair is of one moment whatever /proc did.
+TEST(StoreRows, DriftIsUnknownUnlessOfOneMomentAndWithinTheBound) {
+  constexpr int64_t kBound = 186;
+  SampleRow r;
+  r.approximate = {100, 500, 0, 0};
+  r.exact = {101, 504, 0, 0};
+  r.stat_rss = 900;  // far off: read while moving
+  r.precise = {101, 542, 0, 0};
+  EXPECT_EQ(drift_unknown_of(r, DriftUnknown::kMoving, kBound), std::nullopt);
+  r.approximate[kAnonPages] = 700;  // the capture's own pair, beyond
+  EXPECT_EQ(drift_unknown_of(r, std::nullopt, kBound),
+            DriftUnknown::kBeyondBound);
+
+  r.exact[kFilePages].reset();  // from /proc now: 900 - 643 = 257
+  EXPECT_EQ(drift_unknown_of(r, DriftUnknown::kMoving, kBound),
+            DriftUnknown::kMoving);
+  EXPECT_EQ(drift_unknown_of(r, DriftUnknown::kExiting, kBound),
+            DriftUnknown::kExiting);
+  EXPECT_EQ(drift_unknown_of(r, std::nullopt, kBound),
+            DriftUnknown::kBeyondBound);
+  EXPECT_EQ(drift_unknown_of(r, std::nullopt, std::nullopt), std::nullopt)
+      << "no bound before 6.2";
+  r.stat_rss = 643 + kBound;
+  EXPECT_EQ(drift_unknown_of(r, std::nullopt, kBound), std::nullopt);
+  r.stat_rss = 643 - kBound;
+  EXPECT_EQ(drift_unknown_of(r, std::nullopt, kBound), std::nullopt);
+  r.stat_rss = 643 - kBound - 1;
+  EXPECT_EQ(drift_unknown_of(r, std::nullopt, kBound),
+            DriftUnknown::kBeyondBound);
+  EXPECT_EQ(rss_drift(r), -kBound - 1) << "until the row says why";
+  r.drift_unknown = DriftUnknown::kBeyondBound;
+  EXPECT_EQ(rss_drift(r), std::nullopt);
+  EXPECT_EQ(source_drift(r), -kBound - 1);
+
+  r.precise[kShmemPages].reset();  // no source: nothing to be unknown
+  EXPECT_EQ(drift_unknown_of(r, DriftUnknown::kMoving, kBound), std::nullopt);
+}
+
+TEST(StoreRows, DriftUnknownReasonsHaveOneStoredNameEach) {
+  for (size_t i = 0; i < kDriftUnknownReasons; ++i) {
+    const auto why = static_cast<DriftUnknown>(i);
+    EXPECT_EQ(drift_unknown_named(drift_unknown_name(why)), why);
+    EXPECT_FALSE(drift_unknown_words(why).empty());
+  }
+  EXPECT_EQ(drift_unknown_named(""), std::nullopt);
+  EXPECT_EQ(drift_unknown_named("still"), std::nullopt);
+}
+
+// The reason is stored beside a NULL drift and read back with the row.
+TEST(StoreRoundTrip, AnUnknownDriftIsStoredAsNullWithItsReason) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t id = store->upsert_process({10, 100}, "busy", "", kSecond);
+  SampleRow moving = make_sample(id, kSecond, 5);
+  moving.approximate = {};  // from /proc: stat 21 - precise 18
+  moving.drift_unknown = DriftUnknown::kMoving;
+  SampleRow known = make_sample(id, 2 * kSecond, 5);
+  known.approximate = {};
+  store->add_sample(moving);
+  store->add_sample(known);
+  ASSERT_TRUE(store->flush().has_value());
+  RawDb db(path);
+  EXPECT_EQ(db.text("SELECT group_concat(coalesce(drift, 'NULL') || ' ' || "
+                    "coalesce(drift_unknown, '-'), ',') FROM (SELECT * FROM "
+                    "samples ORDER BY time_ns)"),
+            "NULL moving,3 -");
+  auto rows = open_reader(path)->process_history(id, 0, 10 * kSecond);
+  ASSERT_TRUE(rows.has_value()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ(rows.value()[0].row, moving);
+  EXPECT_EQ(rows.value()[0].drift, std::nullopt);
+  EXPECT_EQ(rows.value()[1].row.drift_unknown, std::nullopt);
+  EXPECT_EQ(rows.value()[1].drift, 3);
 }
 
 TEST(StoreRoundTrip, RunsProcessesSamplesModelErrorsAnomaliesAndLosses) {

@@ -69,6 +69,10 @@ inline LiveView sample_live_view() {
   h.store_cap_bytes = 1024 << 20;
   h.store_growth_bytes_per_s = 512.25;
   h.sampling_gaps = 2;
+  // History samples whose drift is unknown, by why.
+  h.drift_unknown_moving = 12;
+  h.drift_unknown_exiting = 3;
+  h.drift_beyond_bound = 1;
   v.processes = {sample_process(100, "big drifter", 25600, 26000, true),
                  sample_process(200, "worker", 2560, 2540, true),
                  sample_process(400, "worker", 1024, 1034, true),

@@ -18,12 +18,13 @@ auto fields(const DaemonHealth& h) {
   return std::tie(
       h.time_ns, h.uptime_s, h.host, h.kernel_release, h.nr_cpus, h.batch,
       h.page_size, h.events, h.events_per_s, h.drops, h.ambiguous, h.losses,
-      h.lag_s, h.loop_delay_s, h.bpf_ns_per_event, h.fidelity_checked, h.fidelity_matched,
-      h.live_mms, h.quiet_processes, h.host_processes_known,
-      h.host_kernel_rss, h.host_exact_rss, h.host_worst_case, h.store_error,
-      h.store_dropped_rows, h.store_pending_rows, h.store_file_bytes,
-      h.store_used_bytes, h.store_cap_bytes, h.store_growth_bytes_per_s,
-      h.sampling_gaps);
+      h.lag_s, h.loop_delay_s, h.bpf_ns_per_event, h.fidelity_checked,
+      h.fidelity_matched, h.live_mms, h.quiet_processes,
+      h.host_processes_known, h.host_kernel_rss, h.host_exact_rss,
+      h.host_worst_case, h.drift_unknown_moving, h.drift_unknown_exiting,
+      h.drift_beyond_bound, h.store_error, h.store_dropped_rows,
+      h.store_pending_rows, h.store_file_bytes, h.store_used_bytes,
+      h.store_cap_bytes, h.store_growth_bytes_per_s, h.sampling_gaps);
 }
 
 auto fields(const LiveProcess& p) {

@@ -49,6 +49,8 @@ LiveView sample_view() {
   v.health.host_kernel_rss = 1000;
   v.health.host_exact_rss = 990;
   v.health.host_worst_case = 0;  // before 6.2: the series is absent
+  v.health.drift_unknown_moving = 12;
+  v.health.drift_unknown_exiting = 3;
   v.processes = {process(10, "sshd", 5), process(11, "sshd", -40),
                  process(12, "bash", 3), process(13, "cron", 1)};
   return v;
@@ -306,6 +308,13 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
   EXPECT_TRUE(contains(om, "\nrssaudit_fidelity_ratio 0.99\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_live_mms 42\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_quiet_processes 5\n"));
+  EXPECT_TRUE(contains(
+      om,
+      "# TYPE rssaudit_drift_unknown_samples counter\n"
+      "rssaudit_drift_unknown_samples_total{reason=\"moving\"} 12\n"
+      "rssaudit_drift_unknown_samples_total{reason=\"exiting\"} 3\n"
+      "rssaudit_drift_unknown_samples_total{reason=\"beyond_bound\"} 0\n"))
+      << om;
   EXPECT_TRUE(contains(om, "\nrssaudit_host_kernel_rss_bytes 4096000\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_host_exact_rss_bytes 4055040\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_host_drift_known_processes 3\n"));

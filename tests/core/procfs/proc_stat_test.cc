@@ -34,6 +34,8 @@ TEST(ProcStat, ParsesARealProcess) {
   EXPECT_EQ(s.comm, "python3");
   EXPECT_EQ(s.state, 'R');
   EXPECT_EQ(s.ppid, 6026u);
+  EXPECT_EQ(s.flags, 0x400000u);  // PF_RANDOMIZE
+  EXPECT_FALSE(s.exiting());
   EXPECT_EQ(s.num_threads, 3u);
   EXPECT_EQ(s.start_time, 59617u);
   EXPECT_EQ(s.vsize, 168230912u);
@@ -82,6 +84,47 @@ TEST(ProcStat, KeepsHostileCommsWholeAndTheOtherFieldsRight) {
   }
 }
 
+// A process whose exit began (PF_EXITING in field 9) is exiting before its
+// state says so, and a zombie or a dead one is exiting whatever its flags.
+TEST(ProcStat, AnExitIsToldByPfExitingOrAZombieState) {
+  const auto exiting = parse_proc_stat(stat_with_field(9, "4194308"));
+  ASSERT_TRUE(exiting.has_value()) << exiting.error().message;
+  EXPECT_EQ(exiting.value().flags, 0x400004u);
+  EXPECT_EQ(exiting.value().state, 'R');
+  EXPECT_TRUE(exiting.value().exiting());
+  for (const char* state : {"Z", "X"}) {
+    const auto dead = parse_proc_stat(stat_with_field(3, state));
+    ASSERT_TRUE(dead.has_value()) << dead.error().message;
+    EXPECT_TRUE(dead.value().exiting()) << state;
+  }
+  for (const char* state : {"R", "S", "D", "T"}) {
+    EXPECT_FALSE(parse_proc_stat(stat_with_field(3, state)).value().exiting())
+        << state;
+  }
+}
+
+// stat read before and after a sample's other files: its count held still,
+// moved, or an exit was under way (which wins: a teardown folds as it goes).
+TEST(ProcStat, TwoReadsTellStillMovingAndExitingCounters) {
+  const ProcStat before = parse_proc_stat(samples::kStat).value();
+  ProcStat after = before;
+  EXPECT_EQ(rss_reads_between(before, after), RssReads::kStill);
+  after.rss = before.rss + 32;  // a fold in between
+  EXPECT_EQ(rss_reads_between(before, after), RssReads::kMoving);
+  after.rss = before.rss - 1;
+  EXPECT_EQ(rss_reads_between(before, after), RssReads::kMoving);
+
+  ProcStat exiting = before;
+  exiting.flags |= ProcStat::kPfExiting;
+  EXPECT_EQ(rss_reads_between(exiting, before), RssReads::kExiting);
+  EXPECT_EQ(rss_reads_between(before, exiting), RssReads::kExiting);
+  exiting.rss = 0;  // its mm gone by the second read
+  EXPECT_EQ(rss_reads_between(before, exiting), RssReads::kExiting);
+  ProcStat zombie = before;
+  zombie.state = 'Z';
+  EXPECT_EQ(rss_reads_between(before, zombie), RssReads::kExiting);
+}
+
 TEST(ProcStat, CutReadsParseOnlyOnceTheRssFieldIsComplete) {
   // Field 24 ends with the space after "3516"; a read cut inside it would
   // otherwise give rss 351 or 35.
@@ -116,6 +159,8 @@ TEST(ProcStat, RejectsGarbageAndOverflowNamingTheFieldAndOffset) {
       {24, "18446744073709551616", "field 24 (rss)", "out of range"},
       {24, "-1", "field 24 (rss)", "not a number"},
       {4, "4294967296", "field 4 (ppid)", "out of range"},
+      {9, "4194304x", "field 9 (flags)", "not a number"},
+      {9, "4294967296", "field 9 (flags)", "out of range"},
       {20, "3\n", "field 20 (num_threads)", "not a number"},
       {3, "RS", "field 3 (state)", "not one character"},
   };
