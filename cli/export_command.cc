@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "cli/errors.h"
+#include "cli/gone_processes.h"
 #include "cli/host_rss.h"
 #include "cli/progress.h"
 #include "cli/query_support.h"
@@ -445,8 +446,11 @@ void write_html(std::ostream& out, StoreReader& reader, const Context& c,
                 const ExportOptions& o) {
   std::vector<ProcessWindow> offenders =
       checked(reader.process_windows(c.window.since_ns, c.window.until_ns));
+  mark_gone(offenders, reader, this_host_name());
   const HostRss host = host_rss(offenders, c.window.until_ns);
-  std::vector<ProcessWindow> largest = offenders;
+  // Under the host's words: its processes, still running at the end.
+  std::vector<ProcessWindow> largest =
+      host_processes(offenders, c.window.until_ns);
   rank(largest, TopSort::kRss);
   if (largest.size() > o.top) largest.resize(o.top);
   const std::vector<SchemeWindow> schemes =

@@ -18,17 +18,27 @@ HostRss host_rss(const DaemonHealth& h) {
                                          : std::nullopt};
 }
 
+std::vector<ProcessWindow> host_processes(
+    const std::vector<ProcessWindow>& windows, int64_t until_ns) {
+  std::vector<ProcessWindow> out;
+  const auto newest = std::ranges::max_element(
+      windows, {}, [](const ProcessWindow& w) { return w.process.run_id; });
+  if (newest == windows.end()) return out;
+  for (const ProcessWindow& w : windows)
+    if (w.process.run_id == newest->process.run_id && !w.gone &&
+        !(w.process.exit_ns && *w.process.exit_ns < until_ns))
+      out.push_back(w);
+  return out;
+}
+
 HostRss host_rss(const std::vector<ProcessWindow>& windows, int64_t until_ns) {
   HostRss h;
   const auto newest = std::ranges::max_element(
       windows, {}, [](const ProcessWindow& w) { return w.process.run_id; });
   if (newest == windows.end()) return h;
-  const int64_t run_id = newest->process.run_id;
   h.page_size = newest->page_size;
   h.worst_case_pages = 0;
-  for (const ProcessWindow& w : windows) {
-    if (w.process.run_id != run_id) continue;
-    if (w.process.exit_ns && *w.process.exit_ns < until_ns) continue;
+  for (const ProcessWindow& w : host_processes(windows, until_ns)) {
     const std::optional<int64_t> bound = rss_bound(w.bound_per_counter);
     h.worst_case_pages = bound && h.worst_case_pages
                              ? std::optional(*h.worst_case_pages + *bound)

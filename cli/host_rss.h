@@ -30,9 +30,12 @@ struct HostRss {
 HostRss host_rss(const DaemonHealth& h);
 
 // Over the database: the newest sample in the window of each process of the
-// window's newest run that had not exited by its end (an older run's
-// processes were seen by a daemon that has stopped).
+// window's newest run that had not exited by its end, nor is gone from
+// /proc (an older run's processes were seen by a daemon that has stopped).
 HostRss host_rss(const std::vector<ProcessWindow>& windows, int64_t until_ns);
+// The processes of `windows` host_rss() counts.
+std::vector<ProcessWindow> host_processes(
+    const std::vector<ProcessWindow>& windows, int64_t until_ns);
 
 // Two lines for the caller to indent: "readers' RSS …, exact …, drift …"
 // and "(N processes with a known drift); worst case ±…".

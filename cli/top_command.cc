@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/errors.h"
+#include "cli/gone_processes.h"
 #include "cli/host_rss.h"
 #include "cli/live_queries.h"
 #include "cli/query_support.h"
@@ -42,7 +43,7 @@ struct TopOptions {
 enum class Standing { kRunning, kExited, kRunStopped };
 
 Standing standing_of(const ProcessWindow& w, int64_t until_ns) {
-  if (w.process.exit_ns && *w.process.exit_ns < until_ns)
+  if ((w.process.exit_ns && *w.process.exit_ns < until_ns) || w.gone)
     return Standing::kExited;
   if (w.run_state != RunState::kRunning) return Standing::kRunStopped;
   return Standing::kRunning;
@@ -62,6 +63,7 @@ Row window_cells(const ProcessWindow& w, Standing standing) {
           {"comm", w.process.comm},
           {"cgroup", w.process.cgroup},
           {"exited", int64_t{standing == Standing::kExited}},
+          {"gone_from_proc", int64_t{w.gone}},
           {"run_stopped", int64_t{standing == Standing::kRunStopped}},
           {"rss_bytes", bytes(rss)},
           {"drift_bytes", bytes(w.latest.drift)},
@@ -108,7 +110,8 @@ nlohmann::json window_json(const ProcessWindow& w) {
       {"samples", w.samples},
       {"last_sample_ns", w.latest.row.time_ns},
       {"run_state", run_state_name(w.run_state)},
-      {"run_stopped_ns", json_or_null(w.run_stopped_ns)}});
+      {"run_stopped_ns", json_or_null(w.run_stopped_ns)},
+      {"gone_from_proc", w.gone}});
   return j;
 }
 
@@ -164,6 +167,7 @@ void run(TopOptions o) {
   std::unique_ptr<StoreReader> reader = open_history(o.query.db);
   std::vector<ProcessWindow> all =
       checked(reader->process_windows(window.since_ns, window.until_ns));
+  const size_t gone = mark_gone(all, *reader, this_host_name());
   const HostRss host = host_rss(all, window.until_ns);
   // The host figures are the newest run's: as of its stop, if it stopped.
   const auto newest = std::ranges::max_element(
@@ -232,6 +236,7 @@ void run(TopOptions o) {
         {"host_run_stopped_ns", json_or_null(host_stopped_ns)},
         {"processes_with_samples", listed},
         {"nameless_processes", nameless},
+        {"gone_from_proc", gone},
         {"processes", nlohmann::json::array()},
         {"exited", nlohmann::json::array()},
         {"run_stopped", nlohmann::json::array()}};
@@ -274,6 +279,11 @@ void run(TopOptions o) {
   }
   if (!exited.empty()) {
     fmt::print("exited in the window:\n");
+    if (const auto shown = std::ranges::count_if(
+            exited, [](const ProcessWindow& w) { return w.gone; }))
+      fmt::print(
+          "  ({} of them gone from /proc now, their exit not recorded yet)\n",
+          shown);
     print_rows(exited, o.query.unit(), legend);
   }
   fmt::print(

@@ -91,6 +91,10 @@ struct ProcessWindow {
   // stop.
   RunState run_state = RunState::kRunning;
   std::optional<int64_t> run_stopped_ns;
+  // Not the store's: set by a query that found its pid gone from this
+  // host's /proc while its run runs and no exit is recorded
+  // (cli/gone_processes.h).
+  bool gone = false;
 };
 
 // A sampling gap of one run (schema/009).

@@ -3,9 +3,13 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -704,12 +708,12 @@ TEST(QueryCliNames, JsonOutputsSurviveANameThatIsNotUtf8) {
 }
 
 // A history database of its own in a temp dir, held open for writing, with a
-// run of `nr_cpus` CPUs (batch 32) counting RSS as `counting` begun 10
-// minutes ago; removed at the end.
+// run of `nr_cpus` CPUs (batch 32) on `host` counting RSS as `counting`
+// begun 10 minutes ago; removed at the end.
 class OwnHistory {
  public:
   OwnHistory(const std::string& prefix, uint32_t nr_cpus,
-             std::string_view counting) {
+             std::string_view counting, const std::string& host = "h") {
     std::string templ = fs::temp_directory_path() / (prefix + "-XXXXXX");
     dir_ = mkdtemp(templ.data());
     db_ = dir_ / "history.db";
@@ -720,7 +724,7 @@ class OwnHistory {
     now_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::system_clock::now().time_since_epoch())
                .count();
-    store_->begin_run(RunInfo{.host = "h",
+    store_->begin_run(RunInfo{.host = host,
                               .kernel_release = "test",
                               .nr_cpus = nr_cpus,
                               .batch = 32,
@@ -885,6 +889,88 @@ TEST(QueryCliDriftUnknown, IsNeverRankedOrPlottedAndSaysWhy) {
   EXPECT_NE(slurp(html).find("Not plotted, as their drift is unknown: 1 "
                              "samples read while the counters moved"),
             std::string::npos);
+}
+
+// The start time of this process (/proc/self/stat field 22).
+uint64_t own_start_ticks() {
+  std::ifstream in("/proc/self/stat");
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  return std::stoull(field);
+}
+
+// Processes the history says run while their run runs on this host, whose
+// pid is gone from /proc or names another process now: exits not
+// recorded (their records lost, the daemon stalled). top lists them with
+// the exited and leaves them out of the host; the report too.
+TEST(QueryCliGone, ProcessesGoneFromProcAreNotCountedAsRunning) {
+  utsname u{};
+  ASSERT_EQ(uname(&u), 0);
+  OwnHistory history_db("rssaudit-qgone", 2, kCountingPercpu, u.nodename);
+  ASSERT_NE(history_db.store(), nullptr);
+  const pid_t reaped = fork();
+  if (reaped == 0) _exit(0);
+  ASSERT_GT(reaped, 0);
+  ASSERT_EQ(waitpid(reaped, nullptr, 0), reaped);
+  const auto self = static_cast<uint32_t>(getpid());
+  {
+    Store& s = *history_db.store();
+    const int64_t now = history_db.now();
+    const auto sample = [&](ProcessIdentity who, const std::string& comm,
+                            int64_t stat_rss) {
+      const int64_t p = s.upsert_process(who, comm, "/", now);
+      SampleRow r;
+      r.process_id = p;
+      r.time_ns = now - kMinute;
+      r.stat_rss = stat_rss;
+      r.precise = {100, 900, 0, 0};
+      r.statm_resident = 1000;
+      s.add_sample(r);
+    };
+    sample({self, own_start_ticks()}, "alive", 1010);
+    sample({static_cast<uint32_t>(reaped), 4242}, "reaped", 1100);
+    sample({self, own_start_ticks() + 1}, "reused", 1020);  // another's pid
+    history_db.flush();
+  }
+  const std::string args = " --db " + history_db.db() + " --pages";
+  const auto top = run_command(kCli + " top" + args);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("1 of 1 running processes sampled"),
+            std::string::npos)
+      << top.out;
+  EXPECT_NE(top.out.find("readers' RSS 1010 pg, exact 1000 pg, drift +10 pg"),
+            std::string::npos)
+      << top.out;
+  EXPECT_NE(top.out.find("(2 of them gone from /proc now, their exit not "
+                         "recorded yet)"),
+            std::string::npos)
+      << top.out;
+  const auto j =
+      nlohmann::json::parse(run_command(kCli + " top --json" + args).out);
+  EXPECT_EQ(j["gone_from_proc"], 2);
+  ASSERT_EQ(j["processes"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["comm"], "alive");
+  ASSERT_EQ(j["exited"].size(), 2u);
+  for (const auto& p : j["exited"]) EXPECT_TRUE(p["gone_from_proc"]) << p;
+  EXPECT_EQ(j["host_rss"]["kernel_pages"], 1010);
+  // The report's host and its largest processes: the live one only.
+  const std::string html = (history_db.dir() / "report.html").string();
+  ASSERT_EQ(run_command(kCli + " export --format html -o " + html +
+                        " --db " + history_db.db())
+                .exit_code,
+            0);
+  std::ifstream in(html);
+  const std::string report{std::istreambuf_iterator<char>(in), {}};
+  const size_t from = report.find("still running");
+  ASSERT_NE(from, std::string::npos) << report;
+  const std::string host_part = report.substr(
+      from, report.find("The processes with the largest drift") - from);
+  EXPECT_NE(host_part.find(">alive<"), std::string::npos) << host_part;
+  EXPECT_EQ(host_part.find(">reaped<"), std::string::npos) << host_part;
+  EXPECT_EQ(host_part.find(">reused<"), std::string::npos) << host_part;
 }
 
 }  // namespace
