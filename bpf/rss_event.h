@@ -57,7 +57,10 @@ struct rss_event {
   __u64 mm;       /* kernel address of the mm_struct */
   __s64 aux;      /* UPDATE: rss_stat[member].count after the update;
                      NEW_TASK: clone flags; EXEC: 0 (older versions'
-                     recordings hold the task's previous mm: honoured) */
+                     recordings hold the task's previous mm: honoured);
+                     EXIT with RSS_EVF_GROUP_DEAD: the process's start
+                     time in USER_HZ (/proc/PID/stat field 22; 0 in older
+                     recordings) */
   __u64 start_ns; /* bpf_ktime_get_ns() before `aux` and `slot` are
                      read, just after the add; UPDATE: 0 (untimed) when
                      the slot is non-zero and `count` is what this CPU's

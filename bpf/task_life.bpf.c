@@ -63,6 +63,11 @@ static __always_inline int task_exit(struct task_struct* task,
                                    group_dead ? RSS_EVF_GROUP_DEAD : 0);
   if (!e) return 0;
   if (group_dead) {
+    /* proc_pid_stat(): nsec_to_clock_t(start_boottime), USER_HZ = 100.
+     * In the record too: the slot below is another process's once a pid
+     * is reused and ends again before the daemon reads it. */
+    __u64 start_ticks = task->group_leader->start_boottime / 10000000;
+    e->aux = (__s64)start_ticks;
     /* A shell reaps its child within microseconds, long before the daemon
      * handles this record: keep the name /proc will no longer give. */
     __u32 tgid = task->tgid;
@@ -70,8 +75,7 @@ static __always_inline int task_exit(struct task_struct* task,
     struct exited_process* who = bpf_map_lookup_elem(&exited, &slot);
     if (who) {
       who->tgid = tgid;
-      /* proc_pid_stat(): nsec_to_clock_t(start_boottime), USER_HZ = 100. */
-      who->start_ticks = task->group_leader->start_boottime / 10000000;
+      who->start_ticks = start_ticks;
       bpf_get_current_comm(who->comm, sizeof(who->comm));
     }
   }

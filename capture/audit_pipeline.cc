@@ -132,8 +132,10 @@ void AuditPipeline::on_life(const MmKey& key, const LifeEvent& e) {
   LiveMm* mm = find(key);
   if (!mm) return;
   mm->audit.on_event(e);
-  if (e.process_ended && e.process == mm->summary.tgid)
+  if (e.process_ended && e.process == mm->summary.tgid) {
     mm->summary.owner_ended = true;
+    mm->summary.owner_start_ticks = e.start_ticks;
+  }
 }
 
 void AuditPipeline::on_baseline(const MmKey& key, int member,

@@ -33,6 +33,10 @@ struct MmSummary {
   // mm's end, a live process with that pid is another one (pid reused),
   // not this one after an exec.
   bool owner_ended = false;
+  // Its start time (stat field 22) as its exit record gave it: who ended,
+  // even when a process reusing the pid ended too before the exit was
+  // handled. 0: unknown (not ended, or a recording from before).
+  uint64_t owner_start_ticks = 0;
   // Counted by a kernel before 6.2 (atomics + per-task caches): every
   // reader, /proc/PID/status included, sees the atomics, so no /proc value
   // is precise; the exact stream and a page-table walk are.

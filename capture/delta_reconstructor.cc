@@ -120,6 +120,8 @@ void DeltaReconstructor::push_life(MmState& mm, LifeKind kind,
   p.life.process = e.tgid;
   p.life.process_ended = kind == LifeKind::kTaskExit && e.kind == RSS_EV_EXIT &&
                          e.flags & RSS_EVF_GROUP_DEAD;
+  if (p.life.process_ended && e.aux > 0)
+    p.life.start_ticks = static_cast<uint64_t>(e.aux);
 }
 
 void DeltaReconstructor::note_running(MmState& st, const rss_event& e) {

@@ -479,17 +479,25 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
   const bool alive = who.state == IdentityResult::State::kAlive;
   if (alive && !mm.summary.owner_ended) return false;
   t.who.pid = mm.summary.tgid;
-  if (who.stat && !alive) {
+  // Its exit record's start time, where it has one, says which process a
+  // name belongs to: the pid may have been reused, and the reuser ended,
+  // before this exit was handled (its /proc entry, its exited slot).
+  const uint64_t ended = mm.summary.owner_start_ticks;
+  const auto is_it = [&](uint64_t start) { return !ended || start == ended; };
+  const auto gone = exited_lookup_ ? exited_lookup_(t.who.pid) : std::nullopt;
+  if (who.stat && !alive && is_it(who.stat->start_time)) {
     t.who.start_ticks = who.stat->start_time;
     t.who.comm = who.stat->comm;
     t.who.cgroup = cgroup_of(who.cgroup);
-  } else if (const auto gone =
-                 exited_lookup_ ? exited_lookup_(t.who.pid) : std::nullopt) {
+  } else if (gone && is_it(gone->start_ticks)) {
     // Reaped already, but named when it ended (its cgroup stays unknown).
     t.who.start_ticks = gone->start_ticks;
     t.who.comm = comm_of(*gone);
   } else {
-    // Reaped before we looked: start time 0 and an empty comm mean unknown.
+    // Reaped before we looked, its name lost: an empty comm means unknown,
+    // and so does start time 0 where the exit record had none. A known
+    // start time keeps it apart from the process that reused its pid.
+    t.who.start_ticks = ended;
     ++stats_.unnamed_exits;
   }
   if (!wanted(t.who.comm, t.who.cgroup, mm.summary.updates)) return false;

@@ -60,6 +60,9 @@ struct LifeEvent {
   // last thread: the process ended (else a thread exited, or it exec'd).
   uint32_t process = 0;
   bool process_ended = false;
+  // With process_ended: the process's start time (stat field 22) from its
+  // exit record; 0 where the record has none (recordings before it).
+  uint64_t start_ticks = 0;
 };
 
 }  // namespace rssaudit

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -305,6 +306,49 @@ TEST_F(HistoryRecorderTest, APidReusedBeforeTheMmEndsKeepsTheEndedProcess) {
   EXPECT_EQ(found.value()[0].identity.start_ticks, 1234u);
   EXPECT_EQ(found.value()[0].comm, "first-user");
   EXPECT_EQ(found.value()[0].exit_ns, now_);
+}
+
+// Short processes that reuse one pid and end before the first exit is
+// handled: the exited slot (and /proc) name only the last of them. Each
+// exit record's start time keeps them apart, each its own process row; a
+// name that belongs to another start time is not taken.
+TEST_F(HistoryRecorderTest, ExitsOfOnePidReusedQuicklyAreKeptApart) {
+  Child reaped(Child::kWaiting);
+  const uint32_t pid = reaped.pid();
+  reaped.reap();  // gone from /proc: named by the exited slot alone
+  recorder_->set_exited_lookup(
+      [&](uint32_t tgid) -> std::optional<exited_process> {
+        exited_process who{};
+        who.tgid = tgid;
+        who.start_ticks = 3003;  // the last to end with this pid
+        std::strncpy(who.comm, "third", sizeof(who.comm));
+        return who;
+      });
+  for (uint64_t start : {1001, 2002, 3003}) {
+    const MmKey key{kMmAddr + start * 4096, 1};
+    pipeline_.on_mm_created(key, true);
+    updates(key, pid, 4);
+    LifeEvent last_thread{LifeKind::kTaskExit, pid, 0};
+    last_thread.process = pid;
+    last_thread.process_ended = true;
+    last_thread.start_ticks = start;
+    pipeline_.on_life(key, last_thread);
+    updates(key, pid, -4);
+    mm_ends(key);
+  }
+  EXPECT_EQ(recorder_->stats().exits, 3u);
+  EXPECT_EQ(recorder_->stats().unnamed_exits, 2u);
+  auto reader = flushed_reader();
+  auto found = reader->processes_with_pid(pid);
+  ASSERT_TRUE(found.has_value());
+  ASSERT_EQ(found->size(), 3u);
+  std::map<uint64_t, std::string> by_start;
+  for (const ProcessSummary& p : found.value()) {
+    by_start[p.identity.start_ticks] = p.comm;
+    EXPECT_EQ(p.exit_ns, now_);
+  }
+  EXPECT_EQ(by_start, (std::map<uint64_t, std::string>{
+                          {1001, ""}, {2002, ""}, {3003, "third"}}));
 }
 
 // An exit whose exit_mmap record was lost: the mm lives on in the audit
