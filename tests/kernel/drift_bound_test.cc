@@ -103,10 +103,10 @@ TEST(DriftOfOneMoment, NoStoredDriftExceedsItsRunsBound) {
   ASSERT_NE(log.find("rssauditd: stopping (SIGTERM)"), std::string::npos)
       << log;
 
-  // The busy process has drifts: the capture's once its counters were
-  // snapshot (an exact value known), /proc's held still before.
-  EXPECT_GT(count("SELECT count(*) " + busy_samples +
-                  " AND drift IS NOT NULL AND exact_anon IS NOT NULL"),
+  // The busy process has drifts: /proc's held still, or the capture's once
+  // its counters were snapshot (this host: within a second; a 6.12 guest
+  // under TCG kept it /proc's for the whole run).
+  EXPECT_GT(count("SELECT count(*) " + busy_samples + " AND drift IS NOT NULL"),
             0)
       << log;
   EXPECT_GE(count("SELECT count(*) FROM processes WHERE exit_ns IS NOT NULL"),
