@@ -70,7 +70,7 @@ fi
 
 build=$(realpath "$build") || die "no build directory"
 payload=(tests/kernel_tests cli/rssaudit daemon/rssauditd bench/inject_rate
-  bench/fault_loop)
+  bench/fault_loop bench/busy_threads)
 for f in "${payload[@]}" packaging/rssauditd.service; do
   [[ -f $build/$f ]] || die "missing $build/$f: build the project first"
 done
