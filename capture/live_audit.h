@@ -41,8 +41,6 @@ class LiveAudit {
   // How long to sleep before the next drain, from the last drain's rate;
   // 0 while behind.
   uint64_t next_poll_ns() const { return next_poll_ns_; }
-  // CLOCK_MONOTONIC at the end of the last drain (or at construction).
-  uint64_t last_drain_ns() const { return last_drain_ns_; }
   // How far behind the kernel the audit may be at `now_ns`: every record
   // published before now_ns - lag has been handed over. The time since the
   // last drain that found the streams empty (one that took a full slice,

@@ -18,12 +18,22 @@ HostRss host_rss(const DaemonHealth& h) {
                                          : std::nullopt};
 }
 
+namespace {
+
+// The window of the newest run, or null when there is none.
+const ProcessWindow* newest_run(const std::vector<ProcessWindow>& windows) {
+  const auto newest = std::ranges::max_element(
+      windows, {}, [](const ProcessWindow& w) { return w.process.run_id; });
+  return newest == windows.end() ? nullptr : &*newest;
+}
+
+}  // namespace
+
 std::vector<ProcessWindow> host_processes(
     const std::vector<ProcessWindow>& windows, int64_t until_ns) {
   std::vector<ProcessWindow> out;
-  const auto newest = std::ranges::max_element(
-      windows, {}, [](const ProcessWindow& w) { return w.process.run_id; });
-  if (newest == windows.end()) return out;
+  const ProcessWindow* newest = newest_run(windows);
+  if (!newest) return out;
   for (const ProcessWindow& w : windows)
     if (w.process.run_id == newest->process.run_id && !w.gone &&
         !(w.process.exit_ns && *w.process.exit_ns < until_ns))
@@ -33,9 +43,8 @@ std::vector<ProcessWindow> host_processes(
 
 HostRss host_rss(const std::vector<ProcessWindow>& windows, int64_t until_ns) {
   HostRss h;
-  const auto newest = std::ranges::max_element(
-      windows, {}, [](const ProcessWindow& w) { return w.process.run_id; });
-  if (newest == windows.end()) return h;
+  const ProcessWindow* newest = newest_run(windows);
+  if (!newest) return h;
   h.page_size = newest->page_size;
   h.worst_case_pages = 0;
   for (const ProcessWindow& w : host_processes(windows, until_ns)) {

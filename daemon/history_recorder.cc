@@ -484,12 +484,13 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
   // before this exit was handled (its /proc entry, its exited slot).
   const uint64_t ended = mm.summary.owner_start_ticks;
   const auto is_it = [&](uint64_t start) { return !ended || start == ended; };
-  const auto gone = exited_lookup_ ? exited_lookup_(t.who.pid) : std::nullopt;
   if (who.stat && !alive && is_it(who.stat->start_time)) {
     t.who.start_ticks = who.stat->start_time;
     t.who.comm = who.stat->comm;
     t.who.cgroup = cgroup_of(who.cgroup);
-  } else if (gone && is_it(gone->start_ticks)) {
+  } else if (const auto gone =
+                 exited_lookup_ ? exited_lookup_(t.who.pid) : std::nullopt;
+             gone && is_it(gone->start_ticks)) {
     // Reaped already, but named when it ended (its cgroup stays unknown).
     t.who.start_ticks = gone->start_ticks;
     t.who.comm = comm_of(*gone);

@@ -147,6 +147,15 @@ class HistoryRecorderTest : public ::testing::Test {
       pipeline_.on_update(key, u, info);
     }
   }
+  // The last thread of process `tgid` exits, its exit record giving its
+  // start time (0: none).
+  void owner_exits(const MmKey& key, uint32_t tgid, uint64_t start_ticks) {
+    LifeEvent last_thread{LifeKind::kTaskExit, tgid, 0};
+    last_thread.process = tgid;
+    last_thread.process_ended = true;
+    last_thread.start_ticks = start_ticks;
+    pipeline_.on_life(key, last_thread);
+  }
   void mm_ends(const MmKey& key) {
     pipeline_.on_life(key, LifeEvent{LifeKind::kMmExit, 0, 0});
     pipeline_.on_mm_destroyed(key);
@@ -290,10 +299,7 @@ TEST_F(HistoryRecorderTest, APidReusedBeforeTheMmEndsKeepsTheEndedProcess) {
       });
   pipeline_.on_mm_created(key_, true);
   updates(pid, 9);
-  LifeEvent last_thread{LifeKind::kTaskExit, pid, 0};
-  last_thread.process = pid;
-  last_thread.process_ended = true;
-  pipeline_.on_life(key_, last_thread);
+  owner_exits(key_, pid, 0);
   updates(pid, -9);
   mm_ends();
 
@@ -328,11 +334,7 @@ TEST_F(HistoryRecorderTest, ExitsOfOnePidReusedQuicklyAreKeptApart) {
     const MmKey key{kMmAddr + start * 4096, 1};
     pipeline_.on_mm_created(key, true);
     updates(key, pid, 4);
-    LifeEvent last_thread{LifeKind::kTaskExit, pid, 0};
-    last_thread.process = pid;
-    last_thread.process_ended = true;
-    last_thread.start_ticks = start;
-    pipeline_.on_life(key, last_thread);
+    owner_exits(key, pid, start);
     updates(key, pid, -4);
     mm_ends(key);
   }
