@@ -109,8 +109,7 @@ bool peer_allowed(uid_t uid, gid_t gid, std::span<const gid_t> groups,
 class Session;
 
 struct ControlServer::State {
-  State(asio::io_context& io, ControlServerOptions o,
-        std::function<LiveView()> v)
+  State(asio::io_context& io, ControlServerOptions o, ViewSource v)
       : io(io),
         options(std::move(o)),
         view(std::move(v)),
@@ -119,7 +118,7 @@ struct ControlServer::State {
 
   asio::io_context& io;
   ControlServerOptions options;
-  std::function<LiveView()> view;
+  ViewSource view;
   Local::acceptor acceptor;
   asio::steady_timer retry;  // after a failed accept (EMFILE)
   bool running = false;
@@ -344,7 +343,7 @@ void accept_next(const std::shared_ptr<State>& state) {
 }  // namespace
 
 ControlServer::ControlServer(asio::io_context& io, ControlServerOptions options,
-                             std::function<LiveView()> view)
+                             ViewSource view)
     : state_(std::make_shared<State>(io, std::move(options), std::move(view))) {
 }
 

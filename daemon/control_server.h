@@ -69,7 +69,7 @@ class ControlServer {
   // `view` builds the snapshot, called on `io`'s thread for each valid
   // request. `io` must outlive the server's pending handlers.
   ControlServer(boost::asio::io_context& io, ControlServerOptions options,
-                std::function<LiveView()> view);
+                ViewSource view);
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
   ~ControlServer();  // stop()

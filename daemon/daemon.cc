@@ -132,8 +132,8 @@ class Daemon {
       ControlServerOptions co;
       co.path = options_.socket;
       co.group = options_.socket_group;
-      control_ =
-          std::make_unique<ControlServer>(io_, co, [this] { return view(); });
+      control_ = std::make_unique<ControlServer>(
+          io_, co, [this](const LabelScope& scope) { return view(scope); });
       if (Result<void> started = control_->start(); !started) {
         fmt::print(stderr, "rssauditd: control socket: {}\n",
                    started.error().message);
@@ -149,7 +149,8 @@ class Daemon {
       metrics_ = std::make_unique<MetricsServer>(
           io_, mo,
           [this](ExpositionFormat f) {
-            return render_metrics(view(), metrics_options(), f);
+            // Grouped by comm or cgroup: every process labelled.
+            return render_metrics(view(LabelScope{}), metrics_options(), f);
           },
           [this] { return unhealthy(); });
       if (Result<void> started = metrics_->start(); !started) {
@@ -229,7 +230,7 @@ class Daemon {
     h.sampling_gaps = sampling_gaps_;
     return h;
   }
-  LiveView view() {
+  LiveView view(const LabelScope& scope) {
     return build_live_view(
         pipeline_, health(),
         [this](uint64_t mm, uint32_t tgid) -> std::optional<ProcessLabels> {
@@ -243,7 +244,8 @@ class Daemon {
             l.cgroup = *who.cgroup->v2_path;
           return l;
         },
-        [this](int64_t bound) { return recorder_.quiet_processes(bound); });
+        [this](int64_t bound) { return recorder_.quiet_processes(bound); },
+        scope);
   }
   std::string status_line() const {
     const uint64_t dropped = store_->dropped_rows();
@@ -454,8 +456,8 @@ class Daemon {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().drops(), live_.capture().hook_misses(),
                       lag_s(), double(loop_delay_.take()) / 1e9, pipeline_,
-                      recorder_.stats(), *store_, options_.top,
-                      exited_lookup(), sampler_);
+                      recorder_.stats(), *store_, options_.top, exited_lookup(),
+                      sampler_);
     write_snapshot_log(stderr, live_.stats(), live_.snapshot_stats());
     write_server_log(
         stderr, control_ ? std::optional(control_->stats()) : std::nullopt,

@@ -28,8 +28,9 @@ using LabelLookup =
 using QuietLookup = std::function<std::vector<LiveProcess>(int64_t bound)>;
 
 // Every live mm and quiet process, ranked by |drift|; `labels` is asked
-// for each mm.
+// for each mm the scope names, after the ranking.
 LiveView build_live_view(AuditPipeline& pipeline, DaemonHealth health,
-                         const LabelLookup& labels, const QuietLookup& quiet);
+                         const LabelLookup& labels, const QuietLookup& quiet,
+                         const LabelScope& scope);
 
 }  // namespace rssaudit

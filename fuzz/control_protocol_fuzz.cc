@@ -77,7 +77,7 @@ void check_answer(std::string_view line) {
   std::string out;
   try {
     out = answer_line(
-        line, [] { return view; }, &ok);
+        line, [](const LabelScope&) { return view; }, &ok);
   } catch (...) {
     FUZZ_CHECK(false, "answer_line threw on " + shown(line));
   }

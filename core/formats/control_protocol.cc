@@ -190,13 +190,23 @@ std::string error_line(std::string_view error, const std::optional<json>& id) {
   return dump_line(j);
 }
 
-std::string answer_line(std::string_view line,
-                        const std::function<LiveView()>& view, bool* ok) {
+LabelScope label_scope(const Request& r) {
+  if (std::holds_alternative<HealthRequest>(r.kind))
+    return LabelScope{.top = 0};
+  if (auto* p = std::get_if<ProcessesRequest>(&r.kind))
+    return p->top ? LabelScope{.top = *p->top} : LabelScope{};
+  const auto& q = std::get<ProcessRequest>(r.kind);
+  if (q.pid) return LabelScope{.top = 0, .pid = *q.pid};
+  return LabelScope{};  // a comm: every process's is compared
+}
+
+std::string answer_line(std::string_view line, const ViewSource& view,
+                        bool* ok) {
   if (ok) *ok = false;
   const Result<Request, RequestError> request = parse_request(line);
   if (!request) return error_line(request.error().message, request.error().id);
   try {
-    std::string out = dump_line(answer(*request, view()));
+    std::string out = dump_line(answer(*request, view(label_scope(*request))));
     if (ok) *ok = true;
     return out;
   } catch (const NoAnswer& e) {

@@ -71,12 +71,18 @@ nlohmann::ordered_json answer(const Request& r, const LiveView& view);
 std::string error_line(std::string_view error,
                        const std::optional<nlohmann::json>& id = {});
 
+// The processes a response to `r` names: none for health, the first `top`
+// for processes, those of the pid (or every one, for a comm) for process.
+LabelScope label_scope(const Request& r);
+
+// Builds the view with its processes labelled as far as the scope says.
+using ViewSource = std::function<LiveView(const LabelScope&)>;
+
 // The response line (without '\n') to a request line. `view` is called
-// only for a well-formed request, so garbage costs no snapshot; what it
-// throws becomes an error response. Never throws. `*ok` (when given) says
-// whether the response is a success.
-std::string answer_line(std::string_view line,
-                        const std::function<LiveView()>& view,
+// only for a well-formed request, so garbage costs no snapshot, with the
+// request's label_scope(); what it throws becomes an error response. Never
+// throws. `*ok` (when given) says whether the response is a success.
+std::string answer_line(std::string_view line, const ViewSource& view,
                         bool* ok = nullptr);
 
 // A response line as a client reads it: the whole object when "ok" is

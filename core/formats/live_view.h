@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,9 +122,23 @@ struct LiveProcess {
   int64_t drift() const { return kernel_rss - exact_rss; }
 };
 
+// The processes of a view its reader names, and so needs labelled (pid's
+// start time, comm, cgroup): a process not recorded yet costs a /proc read
+// for them, which a health query of thousands of processes should not pay.
+// Every process counts in the health's host totals either way.
+struct LabelScope {
+  size_t top = std::numeric_limits<size_t>::max();  // the first `top` by rank
+  std::optional<uint32_t> pid{};                    // and each of this pid
+
+  bool names(size_t rank, uint32_t p) const {
+    return rank < top || (pid && *pid == p);
+  }
+};
+
 struct LiveView {
   DaemonHealth health{};
-  // Those with absolute values first, each part by |drift|, largest first.
+  // Those with absolute values first, each part by |drift|, largest first;
+  // labelled as far as the view's LabelScope named them.
   std::vector<LiveProcess> processes{};
 };
 

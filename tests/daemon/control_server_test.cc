@@ -149,10 +149,11 @@ class ControlServerTest : public ::testing::Test {
 
   // A server on the test's io_context; not yet started.
   std::unique_ptr<ControlServer> make(ControlServerOptions o) {
-    return std::make_unique<ControlServer>(io_, std::move(o), [this] {
-      ++views_;
-      return view_;
-    });
+    return std::make_unique<ControlServer>(io_, std::move(o),
+                                           [this](const LabelScope&) {
+                                             ++views_;
+                                             return view_;
+                                           });
   }
 
   // Starts `server` and the loop thread; the server is then only touched

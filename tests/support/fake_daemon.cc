@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   boost::asio::io_context io;
   ControlServerOptions options;
   options.path = argv[1];
-  ControlServer server(io, options, [&] { return *view; });
+  ControlServer server(io, options, [&](const LabelScope&) { return *view; });
   if (const Result<void> started = server.start(); !started) {
     fmt::print(stderr, "fake_daemon: {}\n", started.error().message);
     return 1;

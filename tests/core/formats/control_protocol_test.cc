@@ -14,13 +14,19 @@ namespace {
 
 using nlohmann::json;
 
+LiveView sample_view_source(const LabelScope&) {
+  return testing::sample_live_view();
+}
+
 // Answers `line` over the sample view, counting the snapshots built.
 struct Answerer {
   int views = 0;
+  LabelScope scope;  // the last view's
 
   json operator()(const std::string& line) {
-    const std::string out = answer_line(line, [this] {
+    const std::string out = answer_line(line, [this](const LabelScope& s) {
       ++views;
+      scope = s;
       return testing::sample_live_view();
     });
     EXPECT_EQ(out.find('\n'), std::string::npos) << "one line: " << out;
@@ -39,8 +45,8 @@ std::string error_of(const std::string& line) {
 
 TEST(ControlProtocol, HealthAnswersTheDaemonsHealthFirstKeyOk) {
   Answerer a;
-  const std::string out = answer_line(
-      R"({"request":"health"})", [] { return testing::sample_live_view(); });
+  const std::string out =
+      answer_line(R"({"request":"health"})", sample_view_source);
   EXPECT_EQ(out.rfind(R"({"ok":true,)", 0), 0u) << out;
   const json r = a(R"({"request":"health"})");
   EXPECT_EQ(r["health"]["host"], "testhost");
@@ -85,6 +91,25 @@ TEST(ControlProtocol, ProcessByPidAndByComm) {
   const json by_comm = a(R"({"request":"process","comm":"big drifter"})");
   ASSERT_EQ(by_comm["ok"], true) << by_comm;
   EXPECT_EQ(by_comm["process"]["pid"], 100);
+}
+
+// Labels cost a /proc read per process not recorded yet: each request asks
+// for those of the processes its answer names, and no more.
+TEST(ControlProtocol, EachRequestAsksLabelsOfTheProcessesItNamesOnly) {
+  Answerer a;
+  a(R"({"request":"health"})");
+  EXPECT_FALSE(a.scope.names(0, 100));
+  EXPECT_FALSE(a.scope.pid.has_value());
+  a(R"({"request":"processes","top":2})");
+  EXPECT_TRUE(a.scope.names(1, 200));
+  EXPECT_FALSE(a.scope.names(2, 300));
+  a(R"({"request":"processes"})");
+  EXPECT_TRUE(a.scope.names(1'000'000, 7));
+  a(R"({"request":"process","pid":300})");
+  EXPECT_TRUE(a.scope.names(2, 300));
+  EXPECT_FALSE(a.scope.names(0, 100));
+  a(R"({"request":"process","comm":"big drifter"})");
+  EXPECT_TRUE(a.scope.names(1'000'000, 7));
 }
 
 TEST(ControlProtocol, UnknownOrAmbiguousProcessIsAnError) {
@@ -175,8 +200,9 @@ TEST(ControlProtocol, ErrorMessagesStayShortForLongInput) {
 
 TEST(ControlProtocol, AFailingSnapshotIsAnErrorResponse) {
   const json r = json::parse(answer_line(
-      R"({"request":"health","id":1})",
-      []() -> LiveView { throw std::runtime_error("out of memory"); }));
+      R"({"request":"health","id":1})", [](const LabelScope&) -> LiveView {
+        throw std::runtime_error("out of memory");
+      }));
   EXPECT_EQ(r["ok"], false);
   EXPECT_EQ(r["id"], 1);
   EXPECT_EQ(r["error"], "internal error: out of memory");
@@ -202,7 +228,8 @@ TEST(ControlProtocol, RequestLinesParseBackToTheSameRequest) {
 
 TEST(ControlProtocol, ResponsesParseForTheClient) {
   const Result<json> ok = parse_response(answer_line(
-      R"({"request":"health"})", [] { return testing::sample_live_view(); }));
+      R"({"request":"health"})",
+      [](const LabelScope&) { return testing::sample_live_view(); }));
   ASSERT_TRUE(ok.has_value()) << ok.error().message;
   EXPECT_EQ((*ok)["health"]["host"], "testhost");
   EXPECT_EQ(parse_response(error_line("boom")).error().message, "boom");
@@ -241,8 +268,8 @@ TEST(ControlProtocol, ADeeplyNestedRequestIsRefusedWithoutRecursingIntoIt) {
                               std::string(20000, ']') + "}";
   std::string answers[2];
   on_small_stack([&] {
-    answers[0] = answer_line(arrays, testing::sample_live_view);
-    answers[1] = answer_line(deep_id, testing::sample_live_view);
+    answers[0] = answer_line(arrays, sample_view_source);
+    answers[1] = answer_line(deep_id, sample_view_source);
   });
   for (const std::string& a : answers) {
     const json r = json::parse(a);
