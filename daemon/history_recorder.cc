@@ -86,10 +86,10 @@ bool HistoryRecorder::owner_gone(const AuditPipeline::LiveMm& mm,
                                  const SampleResult& r, bool superseded) {
   if (superseded || r.outcome == SampleOutcome::kReplaced) return true;
   if (r.outcome != SampleOutcome::kVanished) return false;
-  // A zombie leader whose other threads run still has its mm.
+  // A zombie (or exiting) leader whose other threads run still has its mm.
   const IdentityResult who = sampler_.identify(mm.summary.tgid);
   return who.state == IdentityResult::State::kGone ||
-         (who.state == IdentityResult::State::kZombie && who.stat &&
+         (who.state != IdentityResult::State::kAlive && who.stat &&
           who.stat->num_threads <= 1);
 }
 
@@ -137,8 +137,7 @@ void HistoryRecorder::sample_mm(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
   Tracked& t = tracked(mm);
   SampleRequest req;
   req.pid = mm.summary.tgid;
-  if (t.who.process_id)
-    req.expected = ProcessId{t.who.pid, t.who.start_ticks};
+  if (t.who.process_id) req.expected = ProcessId{t.who.pid, t.who.start_ticks};
   req.walks = true;  // the sampler's policy decides
   req.last_walk_ns = t.last_walk_ns;
   req.stat_again = !capture_pair_known(mm);
@@ -168,9 +167,8 @@ void HistoryRecorder::sample_mm(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
     return;
   }
   const bool first = !t.who.process_id;
-  const int64_t id =
-      store_.upsert_process(ProcessIdentity{s.id.pid, s.id.start_time},
-                            s.stat.comm, cgroup, wall_ns);
+  const int64_t id = store_.upsert_process(
+      ProcessIdentity{s.id.pid, s.id.start_time}, s.stat.comm, cgroup, wall_ns);
   if (first) t.interval_start_ns = wall_ns;
   t.who = RecordedIdentity{id, s.id.pid, s.id.start_time, s.stat.comm,
                            std::move(cgroup)};
@@ -445,12 +443,12 @@ void HistoryRecorder::on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns) {
   if (known) {
     Tracked& t = it->second;
     // An exec replaces the mm of a living process: its history goes on with
-    // the new mm, only a process that is gone gets an exit row.
-    const bool process_gone =
-        sampler_
-            .sample(SampleRequest{
-                t.who.pid, ProcessId{t.who.pid, t.who.start_ticks}, false, {}})
-            .outcome != SampleOutcome::kOk;
+    // the new mm, only a process that is gone gets an exit row. One whose
+    // exit has begun is gone too: its mm ended before it became a zombie
+    // (its exit row was lost when this was taken for an exec).
+    const IdentityResult who = sampler_.identify(t.who.pid);
+    const bool process_gone = who.state != IdentityResult::State::kAlive ||
+                              who.stat->start_time != t.who.start_ticks;
     if (process_gone)
       record_end(mm, t, wall_ns);
     else  // the mm's last errors, under the process that goes on
@@ -475,7 +473,8 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
   // Alive and its owner never exited: an exec replaced this mm, and the
   // process is sampled with its next mm. Alive although its owner exited:
   // the pid was reused since, and the process that is gone is named by
-  // its exit (the live one's stat is another process's).
+  // its exit (the live one's stat is another process's). Exiting: its exit
+  // record may come after its mm's end, and it is named from its stat.
   const bool alive = who.state == IdentityResult::State::kAlive;
   if (alive && !mm.summary.owner_ended) return false;
   t.who.pid = mm.summary.tgid;

@@ -149,8 +149,10 @@ IdentityResult ProcessSampler::identify(uint32_t pid) {
   if (!parsed) return out;
   out.stat = std::move(parsed).value();
   const char state = out.stat->state;
-  out.state = (state == 'Z' || state == 'X') ? IdentityResult::State::kZombie
-                                             : IdentityResult::State::kAlive;
+  using State = IdentityResult::State;
+  out.state = state == 'Z' || state == 'X'             ? State::kZombie
+              : out.stat->flags & ProcStat::kPfExiting ? State::kExiting
+                                                       : State::kAlive;
   const Result<std::string_view, ReadError> cgroup =
       reader_.read(dir, "cgroup");
   if (cgroup) {

@@ -126,7 +126,10 @@ struct SampleResult {
 // zombie, whose mm (and so every other source) is gone.
 struct IdentityResult {
   enum class State : uint8_t {
-    kAlive,   // running or sleeping: it has an mm
+    kAlive,  // running or sleeping: it has an mm (or is a kernel thread)
+    // Its exit has begun (PF_EXITING): its mm is being or was torn down,
+    // though it is no zombie yet; under load it stays so for milliseconds.
+    kExiting,
     kZombie,  // exited, not yet reaped: stat still names it
     kGone,    // no such pid, or unreadable
   };

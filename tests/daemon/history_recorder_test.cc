@@ -538,7 +538,8 @@ TEST_F(HistoryRecorderTest, TicksRecordFidelityAndTheIdentityIsLookedUpByMm) {
 // A tick in slices, as the daemon runs it so its loop answers between
 // them: a slice whose time is up samples one process and stops; an mm
 // that ends between slices is recorded by its exit, not sampled.
-TEST_F(HistoryRecorderTest, ATickInSlicesSamplesEachLiveMmOnceAndSkipsTheEnded) {
+TEST_F(HistoryRecorderTest,
+       ATickInSlicesSamplesEachLiveMmOnceAndSkipsTheEnded) {
   Child first(Child::kWaiting), second(Child::kWaiting), third(Child::kWaiting);
   const MmKey keys[] = {{kMmAddr, 1}, {kMmAddr + 4096, 1}, {kMmAddr + 8192, 1}};
   const uint32_t pids[] = {first.pid(), second.pid(), third.pid()};
@@ -967,6 +968,41 @@ TEST_F(DriftOfOneMomentTest, ADriftBeyondTheBoundIsALoudAnomalyNotADrift) {
   EXPECT_EQ(count("SELECT count(*) FROM anomalies WHERE kind = "
                   "'drift_beyond_bound'"),
             3);
+}
+
+// Under load an exiting process's mm ends (exit_mmap) while it is still no
+// zombie: running, PF_EXITING set, its stat still readable. It is gone, not
+// exec'ed, and its exit is recorded (the soak test lost one of 13 871 so).
+TEST_F(DriftOfOneMomentTest, AnMmEndingWhileItsProcessExitsRecordsTheExit) {
+  ProcessSampler sampler(WalkPolicy{}, proc_.string());
+  HistoryRecorder recorder(*store_, sampler, quiet(0), 4096, true, kRssBound);
+  pipeline_.set_exit_hook(
+      [&](AuditPipeline::LiveMm& mm) { recorder.on_exit(mm, now_); });
+  pipeline_.on_mm_created(key_, true);
+  updates(42, 3);
+  recorder.sample(pipeline_, 11 * kSecond);  // sampled: its identity known
+  testing::write_process(proc_ / "42", testing::stat_with(3516, 0x400004));
+  ASSERT_EQ(parse_proc_stat(testing::stat_with(3516, 0x400004))->state, 'R');
+  updates(42, -3);
+  mm_ends();
+
+  EXPECT_EQ(recorder.stats().exits, 1u);
+  auto reader = flushed_reader();
+  auto found = reader->processes_with_pid(42);
+  ASSERT_TRUE(found.has_value());
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ(found.value()[0].exit_ns, now_);
+  EXPECT_EQ(found.value()[0].exit_residue, 0);
+
+  // Not exiting: an exec replaced the mm, and the process goes on.
+  const MmKey next{kMmAddr + 4096, 2};
+  testing::write_process(proc_ / "43", testing::stat_with(3516));
+  pipeline_.on_mm_created(next, true);
+  updates(next, 43, 2);
+  recorder.sample(pipeline_, 12 * kSecond);
+  updates(next, 43, -2);
+  mm_ends(next);
+  EXPECT_EQ(recorder.stats().exits, 1u);
 }
 
 }  // namespace

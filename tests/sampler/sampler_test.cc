@@ -664,6 +664,23 @@ TEST_F(FakeProc, AnExitBegunDuringASampleIsTold) {
   EXPECT_EQ(r.sample.rss_reads, RssReads::kExiting);
 }
 
+// Who a pid is: a process whose exit has begun is no longer alive, though
+// it is no zombie yet (its mm may be gone already).
+TEST_F(FakeProc, IdentifyTellsAliveExitingZombieAndGone) {
+  ProcessSampler sampler(WalkPolicy{}, root_.string());
+  using State = IdentityResult::State;
+  testing::write_process(root_ / "42", testing::stat_with(3516));
+  EXPECT_EQ(sampler.identify(42).state, State::kAlive);
+  EXPECT_EQ(sampler.identify(42).cgroup->v2_path, "/test.slice");
+  testing::write_process(root_ / "42", testing::stat_with(3516, 0x400004));
+  EXPECT_EQ(sampler.identify(42).state, State::kExiting);
+  std::string zombie = testing::stat_with(0, 0x400004);
+  zombie.replace(zombie.find(") R "), 4, ") Z ");
+  testing::write_process(root_ / "42", zombie);
+  EXPECT_EQ(sampler.identify(42).state, State::kZombie);
+  EXPECT_EQ(sampler.identify(43).state, State::kGone);
+}
+
 TEST_F(FakeProc, ADirectoryWhereAFileShouldBeIsAReadFailure) {
   fs::create_directories(root_ / "42" / "stat");
   ProcessSampler sampler(WalkPolicy{}, root_.string());
