@@ -26,10 +26,10 @@ struct HttpResult {
   http::response<http::string_body> response;
 };
 
-inline HttpResult http_request(uint16_t port, http::verb method,
-                               const std::string& target,
-                               const std::string& accept = "",
-                               const std::string& body = "") {
+inline HttpResult http_request(
+    uint16_t port, http::verb method, const std::string& target,
+    const std::string& accept = "", const std::string& body = "",
+    std::chrono::seconds deadline = kClientDeadline) {
   asio::io_context io;
   beast::tcp_stream stream(io);
   http::request<http::string_body> req{method, target, 11};
@@ -40,7 +40,7 @@ inline HttpResult http_request(uint16_t port, http::verb method,
   HttpResult r;
   beast::flat_buffer buffer;
   const tcp::endpoint to{asio::ip::make_address("127.0.0.1"), port};
-  stream.expires_after(kClientDeadline);
+  stream.expires_after(deadline);
   stream.async_connect(to, [&](beast::error_code ec) {
     if (ec) {
       r.ec = ec;

@@ -37,6 +37,7 @@ BUILD=${BUILD:-$ROOT/build}
 DAEMON=$BUILD/daemon/rssauditd
 CLI=$BUILD/cli/rssaudit
 WORKLOAD=$BUILD/tests/soak/soak_workload
+PROBER=$BUILD/tests/soak/soak_prober
 UNIT=$ROOT/packaging/rssauditd.service.in
 
 # The plan. Full: ~5 min on 2 CPUs; short: ~2.5 min (measured, shared host).
@@ -56,7 +57,8 @@ latency_limit_s=1
 drift_known_limit_s=10
 gone_limit_s=10
 stop_limit_s=90  # systemd's default TimeoutStopSec=
-probe_period_s=0.3
+probe_period_ms=300
+probe_period_s=$(awk -v ms="$probe_period_ms" 'BEGIN { print ms / 1000 }')
 
 t_begin=$EPOCHREALTIME
 say() { printf '[%6.1fs] %s\n' "$(elapsed "$t_begin")" "$*"; }
@@ -84,8 +86,8 @@ for setting in "SOAK_POOL=$pool" "SOAK_STORM_RATE=$storm_rate" "SOAK_RSS_BUDGET_
   [[ ${setting#*=} =~ ^[1-9][0-9]{0,6}$ ]] || die "${setting%%=*}='${setting#*=}' is not a whole number from 1 to 9999999"
 done
 [[ $(id -u) == 0 ]] || die "needs root (BPF, cgroups, thousands of processes)"
-for f in "$DAEMON" "$CLI" "$WORKLOAD"; do
-  [[ -x $f ]] || die "$f is missing: build first (cmake --build ${BUILD} --target rssauditd rssaudit soak_workload), or set BUILD=dir"
+for f in "$DAEMON" "$CLI" "$WORKLOAD" "$PROBER"; do
+  [[ -x $f ]] || die "$f is missing: build first (cmake --build ${BUILD} --target rssauditd rssaudit soak_workload soak_prober), or set BUILD=dir"
 done
 command -v sqlite3 >/dev/null || die "needs sqlite3 (the history's figures)"
 [[ -r $UNIT ]] || die "$UNIT is missing"
@@ -122,24 +124,48 @@ mem_needed_kib=$((pool * 512 + (memory_max >> 10) + (1 << 20)))
   die "MemAvailable ${mem_available_kib} KiB is under the ${mem_needed_kib} KiB a pool of $pool, the daemon's MemoryMax and 1 GiB of margin need. Set SOAK_POOL lower."
 nr_cpus=$(nproc)
 
-# Cgroups: the daemon's, with the unit's MemoryMax, and the workload's (no
-# limit: it lets every process the test starts be killed at the end, its
-# descendants too). cgroup v1's memory hierarchy where mounted, else v2.
+# Cgroups, as systemd on Debian 12 places a service and a login shell:
+# the daemon's (memory limited by the unit's MemoryMax), the workload's
+# (no limit: it lets every process the test starts be killed at the end,
+# its descendants too) and the probers' (an admin's shell). Each has a CPU
+# cgroup of its own where the host has the controller: systemd < 258
+# turns CPU accounting on for every unit by default (DefaultCPUAccounting=
+# on kernels >= 4.15), so a service shares the CPUs with other units by
+# weight, not with each of their threads. cgroup v1's hierarchies where
+# mounted, else v2.
 cg_name=rssaudit-soak-$$
 if [[ -w /sys/fs/cgroup/memory/cgroup.procs ]]; then
   cg_kind=v1
   cg_root=/sys/fs/cgroup/memory
+  cpu_root=
+  [[ -w /sys/fs/cgroup/cpu/cgroup.procs ]] && cpu_root=/sys/fs/cgroup/cpu
 elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
   cg_kind=v2
   cg_root=/sys/fs/cgroup
   grep -qw memory "$cg_root/cgroup.subtree_control" ||
     echo +memory >"$cg_root/cgroup.subtree_control" ||
     die "cannot enable the memory controller in $cg_root/cgroup.subtree_control"
+  cpu_root=
+  if grep -qw cpu "$cg_root/cgroup.controllers" &&
+    { grep -qw cpu "$cg_root/cgroup.subtree_control" ||
+      echo +cpu >"$cg_root/cgroup.subtree_control"; } 2>/dev/null; then
+    cpu_root=$cg_root
+  fi
 else
   die "no memory cgroup: neither /sys/fs/cgroup/memory (v1) nor a cgroup v2 root with the memory controller"
 fi
+# The directories of each role: the memory cgroup (the probers share the
+# workload's), and the CPU cgroup where it is another directory.
 cg_daemon=$cg_root/$cg_name-daemon
 cg_work=$cg_root/$cg_name-work
+declare -A cg_dirs=([daemon]=$cg_daemon [work]=$cg_work [probe]=$cg_work)
+if [[ -n $cpu_root && $cpu_root != "$cg_root" ]]; then
+  for role in daemon work probe; do cg_dirs[$role]+=" $cpu_root/$cg_name-$role"; done
+elif [[ -n $cpu_root ]]; then
+  cg_dirs[probe]=$cg_root/$cg_name-probe
+fi
+cpu_split=$([[ -n $cpu_root ]] && echo "a CPU cgroup each (equal weights)" ||
+  echo "no CPU controller: every thread competes with every other")
 
 W=$(mktemp -d /tmp/rssaudit-soak.XXXXXX) || die "cannot create a work directory"
 db=$W/soak.db
@@ -164,36 +190,45 @@ cleanup() {
   trap - EXIT INT TERM
   touch "$W/stop" 2>/dev/null
   disown -a  # no "Killed" line per job: the cgroups say when all are gone
-  kill_cgroup "$cg_work"
-  kill_cgroup "$cg_daemon"
+  local cg
+  for cg in $(printf '%s\n' ${cg_dirs[work]} ${cg_dirs[probe]} ${cg_dirs[daemon]} | awk '!seen[$0]++'); do
+    kill_cgroup "$cg"
+  done
   if [[ ${keep_work:-1} == 0 ]]; then rm -rf "$W"; fi
 }
 trap cleanup EXIT
 trap 'echo; say "interrupted: killing everything the test started"; exit 130' INT TERM
 
-mkdir "$cg_daemon" "$cg_work" || die "cannot create cgroups under $cg_root"
+for cg in $(printf '%s\n' ${cg_dirs[daemon]} ${cg_dirs[work]} ${cg_dirs[probe]} | sort -u); do
+  mkdir "$cg" || die "cannot create cgroup $cg"
+done
 if [[ $cg_kind == v1 ]]; then
   echo "$memory_max" >"$cg_daemon/memory.limit_in_bytes" || die "cannot set $cg_daemon/memory.limit_in_bytes"
 else
   echo "$memory_max" >"$cg_daemon/memory.max" || die "cannot set $cg_daemon/memory.max"
 fi
 
-# Runs program `$@` in the background inside cgroup $1 from its first
-# instruction ($! is the program's pid); spawn_fn_in runs a function there.
+# Moves process $2 into the cgroups of role $1 (daemon, work, probe).
+join_role() {
+  local cg
+  for cg in ${cg_dirs[$1]}; do echo "$2" >"$cg/cgroup.procs" || return 1; done
+}
+# Runs program `$@` in the background in the cgroups of role $1 from its
+# first instruction ($! is the program's pid); spawn_fn_in runs a function.
 spawn_in() {
-  local cg=$1
+  local role=$1
   shift
-  (echo "$BASHPID" >"$cg/cgroup.procs" && exec "$@") &
+  (join_role "$role" "$BASHPID" && exec "$@") &
 }
 spawn_fn_in() {
-  local cg=$1
+  local role=$1
   shift
-  (echo "$BASHPID" >"$cg/cgroup.procs" && "$@") &
+  (join_role "$role" "$BASHPID" && "$@") &
 }
 # Sleeps $1 s in a way SIGTERM interrupts at once (bash runs a trap only
 # after a foreground command ends); the sleep is the cgroup's to kill.
 pause() {
-  spawn_in "$cg_work" sleep "$1"
+  spawn_in work sleep "$1"
   wait "$!"
 }
 
@@ -213,7 +248,7 @@ done
 
 say "rssaudit soak test ($( ((short)) && echo short || echo full)): $nr_cpus CPUs, $host_tasks tasks running, pid_max $pid_max, threads-max $threads_max, ulimit -u $nproc_limit"
 say "plan: busy process ($busy_threads threads) before the daemon; pool of $pool processes (a page every ${pool_period_ms} ms) held ${pool_hold_s} s; fork storm ${storm_rate}/s for ${storm_s} s; mass exit; SIGSTOP ${stop_s} s; watch ${watch_s} s; SIGTERM$( ((restart)) && echo '; restart')"
-say "daemon cgroup $cg_daemon (cgroup $cg_kind, limit MemoryMax=$memory_max_text from $(basename "$UNIT")); work directory $W"
+say "daemon cgroup $cg_daemon (cgroup $cg_kind, limit MemoryMax=$memory_max_text from $(basename "$UNIT")); daemon, workload and probers: $cpu_split; work directory $W"
 
 # ------------------------------------------------------------ the daemon's API
 status_json() { timeout 10 "$CLI" status --json --socket "$sock" 2>/dev/null; }
@@ -253,7 +288,7 @@ answers_or_dead() { daemon_answers || daemon_dead; }
 start_daemon() {
   local log=$1 t0=$EPOCHREALTIME
   shift
-  spawn_in "$cg_daemon" "$DAEMON" --config "$W/empty.conf" --db "$db" --socket "$sock" \
+  spawn_in daemon "$DAEMON" --config "$W/empty.conf" --db "$db" --socket "$sock" \
     --flush-interval "$flush_interval_s" "$@" 2>"$log"
   daemon_pid=$!
   started_after=
@@ -278,7 +313,7 @@ stop_daemon() {
 
 # ------------------------------------------------------------------- phase 1
 say "phase 1: the busy process, before the daemon: $busy_threads threads mapping, touching and unmapping anon, file and shmem pages"
-spawn_in "$cg_work" "$WORKLOAD" busy "$busy_threads" "$busy_pause_us" "$W/busy.status"
+spawn_in work "$WORKLOAD" busy "$busy_threads" "$busy_pause_us" "$W/busy.status"
 busy_pid=$!
 wait_until 20 test -s "$W/busy.status" || die "the busy process did not start (see $W)"
 sleep 1  # its faults under way before the daemon looks
@@ -316,18 +351,15 @@ probe_loop() {
     sleep "$probe_period_s"
   done
 }
-# A scrape through bash's /dev/tcp (no HTTP client needed): the whole
-# answer, a 200 with the metrics, or a failure.
-cat >"$W/scrape.sh" <<'EOF'
-exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-printf 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
-r=$(cat <&3)
-[[ $r == "HTTP/1.1 200"* && $r == *rssaudit_events_total* ]] || { echo "bad answer: ${r:0:200}" >&2; exit 1; }
-EOF
-spawn_fn_in "$cg_work" monitor >"$W/memory.txt"
-spawn_fn_in "$cg_work" probe_loop "$W/status.txt" timeout 10 "$CLI" status --socket "$sock"
-spawn_fn_in "$cg_work" probe_loop "$W/scrape.txt" timeout 10 bash "$W/scrape.sh" "$port"
-say "probing: rssaudit status and GET /metrics every ${probe_period_s} s, each timed; the daemon's memory every 0.5 s"
+spawn_fn_in work monitor >"$W/memory.txt"
+# The checked figures: a long-lived client asking for health (what `rssaudit
+# status` asks) and scraping /metrics, each timed (prober.cc).
+spawn_in probe "$PROBER" "$sock" "$port" "$probe_period_ms" "$W/status.txt" "$W/scrape.txt" "$W/probes.stop"
+# And as an admin sees it: the command, its own start included, beside a
+# bare process start (what any command costs on this host under the load).
+spawn_fn_in probe probe_loop "$W/cli.txt" timeout 10 "$CLI" status --socket "$sock"
+spawn_fn_in probe probe_loop "$W/start.txt" timeout 10 true
+say "probing every ${probe_period_s} s, each timed: health and GET /metrics (soak_prober), the rssaudit status command and a bare process start; the daemon's memory every 0.5 s"
 
 # ------------------------------------------------ the busy process's drift
 busy_drift=
@@ -350,7 +382,7 @@ say "busy process (pid $busy_pid): drift $busy_figure"
 # ---------------------------------------------------------------- the pool
 say "phase 4: a pool of $pool processes, each touching a page every ${pool_period_ms} ms"
 t_pool=$EPOCHREALTIME
-spawn_in "$cg_work" "$WORKLOAD" pool "$pool" "$pool_period_ms" "$W/pool.status"
+spawn_in work "$WORKLOAD" pool "$pool" "$pool_period_ms" "$W/pool.status"
 pool_pid=$!
 wait_until $((60 + pool / 20)) test -s "$W/pool.status"
 pool_status=$(cat "$W/pool.status" 2>/dev/null)
@@ -370,7 +402,7 @@ stormers=$nr_cpus
 t_storm=$EPOCHREALTIME
 say "phase 5: fork storm, ${storm_rate} short-lived processes a second for ${storm_s} s ($stormers forking processes), the pool alive"
 for i in $(seq "$stormers"); do
-  spawn_in "$cg_work" "$WORKLOAD" storm $((storm_rate / stormers)) "$storm_s" "$W/storm$i.status"
+  spawn_in work "$WORKLOAD" storm $((storm_rate / stormers)) "$storm_s" "$W/storm$i.status"
 done
 storm_done() { for i in $(seq "$stormers"); do [[ -s $W/storm$i.status ]] || return 1; done; }
 wait_until $((storm_s + 120)) storm_done || say "the storm did not end within $((storm_s + 120)) s"
@@ -435,6 +467,8 @@ history_before_stop=$(history_lines)
 if kill -USR1 "$daemon_pid" 2>/dev/null && wait_until 10 history_logged; then
   unwritten_before_stop=$(log_value history unwritten_rows "$W/daemon.log")
   dropped_before_stop=$(log_value history dropped_rows "$W/daemon.log")
+  # The longest the loop kept a request waiting, from its start to now.
+  loop_delay_before_stop=$(log_value summary loop_delay_max_s "$W/daemon.log")
   history_before_stop=$(history_lines)
 fi
 
@@ -563,7 +597,7 @@ latency() {
   excluded=$(awk -v s="$t_stop" -v c="$t_cont" '$2 > s && $1 < c { n++ } END { print n + 0 }' "$1" 2>/dev/null)
   awk -v s="$t_stop" -v c="$t_cont" '!($2 > s && $1 < c) { printf "%.6f %d\n", $2 - $1, $3 }' "$1" 2>/dev/null |
     sort -g | awk -v l="$latency_limit_s" -v x="${excluded:-0}" '
-      { v[NR] = $1; if ($1 > l) slow++; else if ($2 != 0) failed++ }
+      { v[NR] = $1; if ($1 > l) slow++; if ($2 != 0) failed++ }
       END {
         n = NR
         if (n == 0) { print "- - - 0 0 0", x; exit }
@@ -572,6 +606,8 @@ latency() {
 }
 read -r st_p50 st_p99 st_max st_slow st_failed st_n st_excl <<<"$(latency "$W/status.txt")"
 read -r sc_p50 sc_p99 sc_max sc_slow sc_failed sc_n sc_excl <<<"$(latency "$W/scrape.txt")"
+read -r cl_p50 cl_p99 cl_max _ cl_failed cl_n _ <<<"$(latency "$W/cli.txt")"
+read -r ps_p50 ps_p99 ps_max _ _ ps_n _ <<<"$(latency "$W/start.txt")"
 # The phases the slow or failed probes of file $1 started in: `storm 3, ...`.
 where_slow() {
   awk -v s="$t_stop" -v c="$t_cont" -v l="$latency_limit_s" \
@@ -615,12 +651,16 @@ else
   rss_end_figure="gone${died_at:+ (died at +$died_at s)}"
 fi
 info "daemon RSS before the stop / at the end" "$(mib "${rss_before_stop:-0}") / $rss_end_figure"
+info "daemon loop: longest wait (before the stop)" "${loop_delay_before_stop:-?} s (summary loop_delay_max_s=)"
 info "status latency p50 / p99 / max" "$st_p50 / $st_p99 / $st_max s ($st_n probes)"
 check "status probes over ${latency_limit_s} s or failed" "$st_slow slow, $st_failed failed ($st_excl during the stop, not counted)$( ((st_slow + st_failed)) && echo "; in: $(where_slow "$W/status.txt")")" "0" \
   $((st_n > 0 && st_slow + st_failed == 0))
 info "scrape latency p50 / p99 / max" "$sc_p50 / $sc_p99 / $sc_max s ($sc_n probes)"
 check "scrapes over ${latency_limit_s} s or failed" "$sc_slow slow, $sc_failed failed ($sc_excl during the stop, not counted)$( ((sc_slow + sc_failed)) && echo "; in: $(where_slow "$W/scrape.txt")")" "0" \
   $((sc_n > 0 && sc_slow + sc_failed == 0))
+check "rssaudit status (the command) failed" "${cl_failed:-?} of ${cl_n:-?}; p50 / p99 / max $cl_p50 / $cl_p99 / $cl_max s, its start included" "0" \
+  $((cl_n > 0 && cl_failed == 0))
+info "a bare process start, beside it" "p50 / p99 / max $ps_p50 / $ps_p99 / $ps_max s ($ps_n runs of 'timeout 10 true')"
 check "busy older process: drift known (live)" "$busy_figure; at the end: $busy_drift_at_end" \
   "<= ${drift_known_limit_s} s after ready" "$(held test -n "$busy_known_after")"
 info "busy older process: stored samples with drift" "${busy_samples_known:-?}"
