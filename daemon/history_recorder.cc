@@ -255,6 +255,9 @@ std::vector<LiveProcess> HistoryRecorder::quiet_processes(int64_t bound) const {
   std::vector<LiveProcess> out;
   for (const auto& [pid, q] : quiet_) {
     if (!q.who.process_id) continue;
+    if (const auto gone = exited_lookup_ ? exited_lookup_(pid) : std::nullopt;
+        gone && gone->start_ticks == q.who.start_ticks)
+      continue;
     LiveProcess p;
     p.pid = pid;
     p.start_ticks = q.who.start_ticks;

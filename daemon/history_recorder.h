@@ -113,7 +113,9 @@ class HistoryRecorder {
   bool tick_open() const { return tick_open_; }
   // The recorded quiet processes as last sampled: kernel RSS from
   // /proc/PID/stat, exact from /proc/PID/status read right after (since
-  // 6.2 its sums are precise, and nothing moved), for live views.
+  // 6.2 its sums are precise, and nothing moved), for live views. One
+  // whose exit the capture recorded since (its pid's exited slot holds its
+  // start time) is left out: it is no longer running.
   std::vector<LiveProcess> quiet_processes(int64_t bound) const;
   // The pipeline's exit hook.
   void on_exit(AuditPipeline::LiveMm& mm, int64_t wall_ns);

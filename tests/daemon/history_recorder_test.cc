@@ -747,6 +747,29 @@ TEST_F(HistoryRecorderTest, AQuietProcessIsSampledFromProcUntilItUpdates) {
 // Where status reads what stat reads (before 6.2, or 6.2-6.15 without the
 // change that made it sum the slots: measured at start), a quiet process's
 // samples hold no precise value and its drift is unknown, never 0.
+// A quiet process has no mm in the audit, so its exit ends nothing there:
+// the capture's exit record (its pid's exited slot, with its start time)
+// takes it out of the live view at once, not at the next tick.
+TEST_F(HistoryRecorderTest, AQuietProcessThatExitedLeavesTheLiveViewAtOnce) {
+  Child child(Child::kWaiting);
+  child.wait_until_asleep();
+  recorder_->set_options(quiet(60, child.pid()));
+  recorder_->sample(pipeline_, 11 * kSecond);
+  ASSERT_EQ(recorder_->quiet_processes(186).size(), 1u);
+  const uint64_t start = child.stat().start_time;
+  exited_process ended{};
+  ended.tgid = child.pid();
+  ended.start_ticks = start + 1;  // another process of that pid ended
+  recorder_->set_exited_lookup(
+      [&](uint32_t tgid) -> std::optional<exited_process> {
+        if (tgid != ended.tgid) return std::nullopt;
+        return ended;
+      });
+  EXPECT_EQ(recorder_->quiet_processes(186).size(), 1u);
+  ended.start_ticks = start;  // this one ended
+  EXPECT_TRUE(recorder_->quiet_processes(186).empty());
+}
+
 TEST_F(HistoryRecorderTest, WhereStatusIsNotPreciseAQuietDriftIsUnknown) {
   Child child(Child::kWaiting);
   child.wait_until_asleep();
