@@ -458,6 +458,72 @@ else
   say "the history holds $(pool_exits -12 | wc -l) of ${pool_reaped:-?} pool and $(storm_exits -12 | wc -l) of $storm_reaped storm exits $(elapsed "$t_mass_exit") s after the mass exit"
 fi
 note_if_died
+
+# ---------------------------------------- the host's processes against /proc
+# "pid start_ticks rss_pages" of every process with an mm now (statm's size
+# > 0: neither a kernel thread nor a zombie), from /proc.
+proc_processes() {
+  local d size line
+  for d in /proc/[0-9]*; do
+    read -r size _ <"$d/statm" 2>/dev/null && ((size > 0)) || continue
+    read -r line <"$d/stat" 2>/dev/null || continue
+    # Fields from 3 on, after the comm's last ')': 22 (start) is the 20th.
+    set -- ${line##*) }
+    echo "${d#/proc/} ${20} ${22}"
+  done
+}
+# "pid start_ticks rss_pages" of each object of the array named $1 in the
+# CLI's JSON on stdin (one key a line, in any order).
+json_processes() {
+  awk -v want="\"$1\": [" '
+    index($0, want) == 3 { inside = $0 !~ /\[\],?$/; next }
+    inside && /^  \]/ { inside = 0 }
+    !inside { next }
+    /"pid":/ { pid = $2 + 0 }
+    /"start_ticks":/ { st = $2 + 0 }
+    /"(kernel_rss_pages|rss_pages)":/ { v = $2; sub(/,$/, "", v) }
+    /^    }/ { print pid, st, v; pid = st = v = "" }'
+}
+# Compares view $1 with /proc read before it ($2) and after it ($3), the
+# first begun at $4 clock ticks after boot: "dead missing shown view_pages
+# proc_pages". Dead: shown although gone from /proc before the view was
+# asked (started before then). Missing: alive at both reads, started 3 s
+# before the first, not shown. The daemon, which does not audit itself,
+# is left out of the reads.
+compare_with_proc() {
+  awk -v first="$4" -v young=$((3 * ticks_per_s)) '
+    FILENAME == ARGV[1] { before[$1 " " $2] = $3; pid_of[$1]; next }
+    FILENAME == ARGV[2] { after[$1 " " $2]; next }
+    {
+      shown[$1]
+      if ($2 >= first) next  # started after the first read began
+      if (($1 " " $2) in before || ($2 == 0 && $1 in pid_of)) {
+        n++; view += ($3 == "null" ? 0 : $3); proc += before[$1 " " $2]
+      } else dead++
+    }
+    END {
+      for (k in before) {
+        split(k, f, " ")
+        if ((k in after) && f[2] + young <= first && !(f[1] in shown)) missing++
+      }
+      printf "%d %d %d %d %d\n", dead, missing, n, view, proc
+    }' "$2" "$3" "$1"
+}
+ticks_per_s=$(getconf CLK_TCK)
+page_kib=$(($(getconf PAGESIZE) / 1024))
+say "the live view and the history against /proc: processes shown as running that are gone, and running ones not shown"
+first_ticks=$(awk -v hz="$ticks_per_s" '{ printf "%d", $1 * hz }' /proc/uptime)
+proc_processes | grep -v "^$daemon_pid " >"$W/proc-before.txt"
+timeout 10 "$CLI" top --live --json -n 1000000 --socket "$sock" >"$W/view-live.json" 2>/dev/null
+timeout 30 "$CLI" top --db "$db" --json -n 1000000 >"$W/view-history.json" 2>/dev/null
+json_processes processes <"$W/view-live.json" >"$W/view-live.txt"
+json_processes processes <"$W/view-history.json" >"$W/view-history.txt"
+proc_processes | grep -v "^$daemon_pid " >"$W/proc-after.txt"
+read -r live_dead live_missing live_n live_pages proc_pages \
+  <<<"$(compare_with_proc "$W/view-live.txt" "$W/proc-before.txt" "$W/proc-after.txt" "$first_ticks")"
+read -r history_dead _ history_n _ _ \
+  <<<"$(compare_with_proc "$W/view-history.txt" "$W/proc-before.txt" "$W/proc-after.txt" "$first_ticks")"
+proc_n=$(wc -l <"$W/proc-before.txt")
 drops_before_stop=$(status_json | json_value drops)
 # The history's counts before the stop, from a summary asked for now: the
 # daemon may not live to log its last one.
@@ -666,6 +732,10 @@ check "busy older process: drift known (live)" "$busy_figure; at the end: $busy_
 info "busy older process: stored samples with drift" "${busy_samples_known:-?}"
 check "pool gone from the live view (mass exit)" "$pool_gone_figure" "<= ${gone_limit_s} s" \
   "$(held awk -v a="${pool_gone_after:-x}" -v l="$gone_limit_s" 'BEGIN { exit !(a != "x" && a <= l) }')"
+check "live view against /proc (after the mass exit)" "${live_dead:-?} gone shown, ${live_missing:-?} running not shown; ${live_n:-?} shown of $proc_n in /proc: kernel RSS $(mib $((${live_pages:-0} * page_kib))) shown, $(mib $((${proc_pages:-0} * page_kib))) in stat" \
+  "0 and 0" $((live_n > 0 && live_dead == 0 && live_missing == 0))
+check "history (top --db) against /proc" "${history_dead:-?} gone shown as running; ${history_n:-?} running" "0" \
+  $((history_n > 0 && history_dead == 0))
 check "pool exits recorded / seen" "$pool_exits_db / ${pool_reaped:-?} (created ${pool_created:-?}; $pool_parent_named under the parent's name)$(missing_figure "$W/missing-pool-exits.txt")" "equal" \
   "$(is_int "${pool_exits_db:-}" && [[ $pool_exits_db == "${pool_reaped:-x}" ]] && echo 1)"
 check "storm exits recorded / seen" "$storm_exits_db / $storm_reaped (forked $storm_forked, ${storm_rate_reached}/s; $storm_parent_named under the parent's name)$(missing_figure "$W/missing-storm-exits.txt")" "equal" \
