@@ -255,7 +255,7 @@ std::vector<LiveProcess> HistoryRecorder::quiet_processes(int64_t bound) const {
   std::vector<LiveProcess> out;
   for (const auto& [pid, q] : quiet_) {
     if (!q.who.process_id) continue;
-    if (const auto gone = exited_lookup_ ? exited_lookup_(pid) : std::nullopt;
+    if (const auto gone = exited_slot(pid);
         gone && gone->start_ticks == q.who.start_ticks)
       continue;
     LiveProcess p;
@@ -490,8 +490,7 @@ bool HistoryRecorder::record_unsampled(const AuditPipeline::LiveMm& mm,
     t.who.start_ticks = who.stat->start_time;
     t.who.comm = who.stat->comm;
     t.who.cgroup = cgroup_of(who.cgroup);
-  } else if (const auto gone =
-                 exited_lookup_ ? exited_lookup_(t.who.pid) : std::nullopt;
+  } else if (const auto gone = exited_slot(t.who.pid);
              gone && is_it(gone->start_ticks)) {
     // Reaped already, but named when it ended (its cgroup stays unknown).
     t.who.start_ticks = gone->start_ticks;

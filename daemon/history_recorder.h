@@ -220,6 +220,10 @@ class HistoryRecorder {
   RecorderOptions options_;
   int64_t page_size_;
   ExitedLookup exited_lookup_;
+  // The exited slot of `pid`, when a lookup is set and holds one.
+  std::optional<exited_process> exited_slot(uint32_t pid) const {
+    return exited_lookup_ ? exited_lookup_(pid) : std::nullopt;
+  }
   bool status_precise_;
   std::optional<int64_t> rss_bound_;
   uint32_t self_pid_;
