@@ -3,8 +3,8 @@
 # its streams overflowing: the daemon is stopped (SIGSTOP) for STOP_S
 # seconds while a busy process (32 threads) keeps faulting, so records are
 # lost, and continued. Prints its RSS at steady state, its peak after the
-# stop, how long it took to answer again, and its summary's drops= and
-# losses=. The budget (docs/rssauditd.md, "Memory") is 256 MiB.
+# stop, how long it took to answer again, its summary's drops= and
+# losses=, and the sampling gaps it logged (the stop's, ~STOP_S s). The budget (docs/rssauditd.md, "Memory") is 256 MiB.
 # Usage (root): bench/memory_budget.sh BUILD [PROCESSES] [STOP_S]
 # (30 s: the 32 threads overflow the 32 MiB of streams on 2 CPUs.)
 # (BUILD: a build directory with rssauditd, rssaudit and soak_workload.)
@@ -77,3 +77,6 @@ wait "$pid" && echo "rssauditd exit code: 0" || echo "rssauditd exit code: $?"
 grep -o 'live_mms=[0-9]* \|drops=[0-9]* \|losses=[0-9]* ' "$dir/d.log" |
   tail -3 | tr -d '\n'
 echo
+echo "sampling gaps logged: $(sed -n 's/.*(\([0-9.]*\) s): the daemon was stopped.*/\1 s/p' \
+  "$dir/d.log" | tr '\n' ' ')"
+

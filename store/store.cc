@@ -424,13 +424,13 @@ Result<void, StoreError> Store::transaction(std::string_view what,
   return s;
 }
 
-Result<void, StoreError> Store::flush() {
-  Result<void, StoreError> s = write_batch();
+Result<void, StoreError> Store::flush(size_t max_pieces) {
+  Result<void, StoreError> s = write_batch(max_pieces);
   failing_ = !s;
   return s;
 }
 
-Result<void, StoreError> Store::write_batch() {
+Result<void, StoreError> Store::write_batch(size_t max_pieces) {
   // The heartbeat: a run whose rssauditd dies stopped after it.
   if (run_id_ != 0) {
     alive_ns_ = realtime_ns();
@@ -468,7 +468,8 @@ Result<void, StoreError> Store::write_batch() {
   // Then the rows, a piece per transaction: a disk with room for part of a
   // batch kept through a long failure takes that part now, the rest later,
   // where one transaction of it all would fail as long as the room is short.
-  while (pending_rows() > 0) {
+  for (size_t written = 0; pending_rows() > 0 && written < max_pieces;
+       ++written) {
     Pieces piece;
     s = transaction(fmt::format("writing {} rows", pending_rows()),
                     [&] { return write_piece(piece); });

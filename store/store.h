@@ -104,14 +104,17 @@ class Store {
 
   // Writes the batch: the run with its heartbeat (now), processes, losses
   // and sampling gaps in one transaction, then the rows kPieceRows per
-  // transaction. What a failure leaves
+  // transaction, at most `max_pieces` of them: the daemon writes a large
+  // batch a piece per turn of its loop, answering between pieces, and
+  // pending_rows() says what is left. What a failure leaves
   // unwritten is kept and retried by the next flush; rows already stored
   // are never touched. A database file deleted since the last flush is
   // noticed first: the store goes on in a new file at the path, writes the
   // run and its cached processes there again and records a
   // "database_reopened" anomaly (reopened() counts them). A file replaced
   // by another is never written into: flushes fail, naming it.
-  Result<void, StoreError> flush();
+  static constexpr size_t kAllPieces = SIZE_MAX;
+  Result<void, StoreError> flush(size_t max_pieces = kAllPieces);
   static constexpr size_t kPieceRows = 4096;
 
   // Deletes rows older than `now_ns - max_age`, then the oldest rows until
@@ -229,7 +232,7 @@ class Store {
   // Pages holding data, in bytes, now.
   Result<uint64_t, StoreError> measure_used_bytes();
   // flush() but for the record of its success.
-  Result<void, StoreError> write_batch();
+  Result<void, StoreError> write_batch(size_t max_pieces);
   Result<void, StoreError> write_heads();
   Result<void, StoreError> write_piece(Pieces& piece);
   // `failed`, saying how many rows wait for the next flush.

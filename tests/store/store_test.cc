@@ -1236,6 +1236,31 @@ TEST(StoreBacklog, AHealthyBatchAsksForAFlushAndNeverDropsPastItsBound) {
   EXPECT_EQ(db.num("SELECT count(*) FROM losses"), 0);
 }
 
+// The daemon writes a large batch a piece per turn of its loop: each flush
+// of one piece stores kPieceRows rows, oldest first, and leaves the rest
+// pending; the processes they belong to are stored with the first.
+TEST(StoreBacklog, AFlushOfOnePieceWritesThatPieceAndKeepsTheRest) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+  const int64_t rows = 2 * Store::kPieceRows + 10;
+  for (int64_t i = 0; i < rows; ++i) store->add_sample(make_sample(p, i, i));
+  ASSERT_TRUE(store->flush(1).has_value());
+  EXPECT_EQ(sample_count(path), int64_t{Store::kPieceRows});
+  EXPECT_EQ(store->pending_rows(), size_t(rows) - Store::kPieceRows);
+  RawDb db(path, SQLITE_OPEN_READONLY);
+  EXPECT_EQ(db.num("SELECT count(*) FROM processes"), 1);
+  EXPECT_EQ(db.num("SELECT max(time_ns) FROM samples"),
+            int64_t{Store::kPieceRows} - 1);
+  ASSERT_TRUE(store->flush(1).has_value());
+  ASSERT_TRUE(store->flush(1).has_value());
+  EXPECT_EQ(store->pending_rows(), 0u);
+  EXPECT_EQ(sample_count(path), rows);
+  EXPECT_EQ(store->dropped_rows(), 0u);
+}
+
 // ------------------------------------------------------- runs and growth --
 
 // A run left unended (rssauditd killed: no end_run, no last flush) is
