@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "os/clock.h"
+#include "os/path_files.h"
 
 namespace rssaudit {
 namespace {
@@ -19,6 +20,16 @@ namespace {
 std::runtime_error io_error(const std::string& what, const std::string& path) {
   return std::runtime_error(
       fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+}
+
+// A FILE over a checked descriptor (os/path_files.h): the error names the
+// path and what it is.
+FILE* checked_stream(Result<UniqueFd, Error> fd, const char* mode) {
+  if (!fd) throw std::runtime_error(fd.error().message);
+  FILE* f = fdopen(fd->get(), mode);
+  if (!f) throw std::runtime_error(std::strerror(errno));
+  fd->release();
+  return f;
 }
 
 }  // namespace
@@ -46,9 +57,9 @@ Topology topology_of(const RecordHeader& h) {
 
 RecordingFile::RecordingFile(const std::string& path,
                              const RecordHeader& header)
-    : path_(path), file_(std::fopen(path.c_str(), "wb")), writer_(header) {
-  if (!file_) throw io_error("cannot create", path);
-}
+    : path_(path),
+      file_(checked_stream(open_output_file(path), "wb")),
+      writer_(header) {}
 
 RecordingFile::~RecordingFile() {
   if (file_) std::fclose(file_);
@@ -73,8 +84,7 @@ void RecordingFile::close() {
 ReplayOutcome replay_file(
     const std::string& path,
     const std::function<ReconstructorSink&(const RecordHeader&)>& sink_for) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw io_error("cannot open", path);
+  FILE* f = checked_stream(open_input_file(path), "rb");
   ReplayOutcome out;
   std::optional<DeltaReconstructor> reconstructor;
   ReconstructorSink* sink = nullptr;

@@ -2,14 +2,13 @@
 
 #include <fmt/core.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
+#include <ext/stdio_filebuf.h>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -22,6 +21,7 @@
 #include "cli/table_cells.h"
 #include "cli/time_args.h"
 #include "core/schemes/scheme_set.h"
+#include "os/path_files.h"
 
 namespace rssaudit::cli {
 namespace {
@@ -522,14 +522,17 @@ void run(const ExportOptions& o) {
        checked(reader->processes_seen(c.window.since_ns, c.window.until_ns)))
     c.processes[p.id] = p;
   c.gaps = checked(reader->sampling_gaps(c.window.since_ns, c.window.until_ns));
-  std::ofstream file;
+  // Not through a symbolic link, not into a FIFO or device
+  // (os/path_files.h): export runs as root, often into /tmp.
+  std::optional<__gnu_cxx::stdio_filebuf<char>> buffer;
+  std::optional<std::ostream> file;
   if (!o.output.empty()) {
-    file.open(o.output, std::ios::binary | std::ios::trunc);
-    if (!file)
-      throw std::runtime_error(
-          fmt::format("{}: cannot write: {}", o.output, std::strerror(errno)));
+    Result<UniqueFd, Error> fd = open_output_file(o.output);
+    if (!fd) throw std::runtime_error(fd.error().message);
+    buffer.emplace(fd->release(), std::ios::out | std::ios::binary);
+    file.emplace(&*buffer);
   }
-  std::ostream& out = o.output.empty() ? std::cout : file;
+  std::ostream& out = o.output.empty() ? std::cout : *file;
   if (o.format == "csv") write_samples_csv(out, *reader, c, columns);
   if (o.format == "json") write_json(out, *reader, c, o.db, columns);
   if (o.format == "html") write_html(out, *reader, c, o);

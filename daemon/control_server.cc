@@ -416,21 +416,27 @@ Result<void> ControlServer::start() {
   };
   s.acceptor.open(Local(), ec);
   if (ec) return fail("socket: " + ec.message());
+  // Created 0660 by bind() itself (the umask around it; the daemon has one
+  // thread here): a chmod() by path after it would follow whatever another
+  // user put at the path meanwhile, a link to any file included.
+  const mode_t umask_before = umask(0117);
   s.acceptor.bind(Local::endpoint(path), ec);
+  umask(umask_before);
   if (ec) return fail("bind: " + ec.message());
-  // Mode and group before listen(): until then every connect() is refused,
-  // so no client ever sees the socket with the umask's mode.
+  // The group before listen(): until then every connect() is refused, so
+  // no client ever sees the socket with another group.
   auto fail_bound = [&](std::string why) {
     unlink(path.c_str());
     return fail(std::move(why));
   };
-  if (chmod(path.c_str(), 0660) != 0)
-    return fail_bound("chmod 0660: " + errno_text(errno));
-  if (gid && chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0)
+  if (gid && fchownat(AT_FDCWD, path.c_str(), static_cast<uid_t>(-1), *gid,
+                      AT_SYMLINK_NOFOLLOW) != 0)
     return fail_bound(fmt::format("chown to group '{}': {}", s.options.group,
                                   errno_text(errno)));
-  if (stat(path.c_str(), &st) != 0)
+  if (lstat(path.c_str(), &st) != 0)
     return fail_bound("stat: " + errno_text(errno));
+  if (!S_ISSOCK(st.st_mode))
+    return fail_bound("replaced by another file while binding");
   s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail_bound("listen: " + ec.message());
 

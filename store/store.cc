@@ -13,6 +13,7 @@
 
 #include "core/schemes/scheme_set.h"
 #include "os/clock.h"
+#include "os/path_files.h"
 
 namespace rssaudit {
 namespace {
@@ -46,16 +47,25 @@ Store::FileLock::~FileLock() {
 
 Result<Store::Parts, StoreError> Store::open_parts(const std::string& path) {
   // Opening for writing first also turns a read-only file or mount into a
-  // plain message, before SQLite would fall back to reading it.
-  auto lock = std::make_unique<FileLock>(
-      ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (lock->fd < 0) {
+  // plain message, before SQLite would fall back to reading it. Never
+  // through a symbolic link, never a FIFO or device (os/path_files.h); a
+  // new history is readable by its owner only, as its -wal and -shm then
+  // are (SQLite gives them the database's mode): it names every process.
+  UniqueFd fd(::open(path.c_str(),
+                     O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                     0600));
+  if (!fd) {
     const int err = errno;
     return unexpected(
-        StoreError{code_of_errno(err), fmt::format("{}: cannot open for "
-                                                   "writing: {}",
-                                                   path, std::strerror(err))});
+        StoreError{err == ELOOP ? StoreError::Code::kIo : code_of_errno(err),
+                   open_error(path, "cannot open for writing", err).message});
   }
+  Result<UniqueFd, Error> regular =
+      regular_only(std::move(fd), path, "cannot open for writing");
+  if (!regular)
+    return unexpected(
+        StoreError{StoreError::Code::kIo, std::move(regular).error().message});
+  auto lock = std::make_unique<FileLock>(regular->release());
   // A reader probes the lock with a shared one it drops at once
   // (store_queries.cc): a few retries keep that from refusing a start.
   int locked = -1;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "os/path_files.h"
 #include "store/store_migrations.h"
 
 namespace rssaudit {
@@ -122,9 +123,18 @@ Result<void, StoreError> Database::create_at_version(const std::string& path,
 
 Result<std::unique_ptr<Database>, StoreError> Database::open_at(
     const std::string& path, Mode mode, int version) {
+  // A reader first makes sure of a regular file: SQLite would block on a
+  // FIFO. The writer's caller opened the file itself (Store::open_parts);
+  // SQLite then follows no symbolic link either.
+  if (mode == Mode::kReadOnly) {
+    if (Result<UniqueFd, Error> f = open_input_file(path); !f)
+      return unexpected(
+          StoreError{StoreError::Code::kIo, std::move(f).error().message});
+  }
   const int flags =
       (mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
-                               : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                               : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                     SQLITE_OPEN_NOFOLLOW) |
       SQLITE_OPEN_NOMUTEX;
   sqlite3* handle = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);

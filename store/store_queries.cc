@@ -123,7 +123,8 @@ std::vector<ModelErrorRow> known_schemes(
 // writer retries its own a moment for it), before SQLite opens the file:
 // closing this descriptor later would drop the POSIX locks SQLite holds.
 std::optional<bool> writer_holds(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO at the path is refused by the open that follows.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   std::optional<bool> held;
   if (flock(fd, LOCK_SH | LOCK_NB) == 0)
@@ -334,8 +335,7 @@ Result<std::vector<ProcessWindow>, StoreError> StoreReader::process_windows(
           "JOIN samples s ON s.rowid = w.newest "
           "LEFT JOIN worst ON worst.process_id = w.process_id ORDER BY p.id",
           kProcessColumns, qualified_sample_columns("s.")),
-      bind_window(since_ns, until_ns),
-      [](const Statement& q) {
+      bind_window(since_ns, until_ns), [](const Statement& q) {
         ProcessWindow w;
         int i = kProcessColumnCount;
         w.process = read_process(q, 0);
@@ -397,10 +397,10 @@ Result<void, StoreError> StoreReader::for_each_sample(
 
 Result<int64_t, StoreError> StoreReader::count_samples(int64_t since_ns,
                                                        int64_t until_ns) {
-  auto n = rows(
-      "SELECT count(*) FROM samples WHERE time_ns >= ?1 AND time_ns < ?2",
-      bind_window(since_ns, until_ns),
-      [](const Statement& q) { return q.column_int(0); });
+  auto n =
+      rows("SELECT count(*) FROM samples WHERE time_ns >= ?1 AND time_ns < ?2",
+           bind_window(since_ns, until_ns),
+           [](const Statement& q) { return q.column_int(0); });
   if (!n) return unexpected(std::move(n).error());
   return n->empty() ? 0 : n->front();
 }
@@ -412,8 +412,7 @@ StoreReader::count_drift_unknown(int64_t since_ns, int64_t until_ns) {
       "SELECT drift_unknown, count(*) FROM samples INDEXED BY samples_by_time "
       "WHERE time_ns >= ?1 AND time_ns < ?2 AND drift IS NULL "
       "AND drift_unknown IS NOT NULL GROUP BY drift_unknown",
-      bind_window(since_ns, until_ns),
-      [](const Statement& q) {
+      bind_window(since_ns, until_ns), [](const Statement& q) {
         return std::pair(drift_unknown_named(q.column_text(0)),
                          q.column_int(1));
       });
@@ -466,8 +465,7 @@ Result<std::vector<SchemeWindow>, StoreError> StoreReader::scheme_errors(
       "SELECT scheme, max(largest_error), bound, count(*), process_id, "
       "read_lines_approximate, read_lines_precise FROM model_errors "
       "WHERE end_ns >= ?1 AND end_ns < ?2 GROUP BY scheme",
-      bind_window(since_ns, until_ns),
-      [](const Statement& q) {
+      bind_window(since_ns, until_ns), [](const Statement& q) {
         const std::optional<size_t> scheme = scheme_index(q.column_text(0));
         if (!scheme) return std::optional<SchemeWindow>();
         SchemeWindow w{*scheme,         q.column_int(1), q.column_optional(2),

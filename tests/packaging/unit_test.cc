@@ -119,6 +119,14 @@ TEST_F(UnitFileTest, GrantsOnlyTheListedCapabilities) {
   EXPECT_NE(text_.find("\nAmbientCapabilities=" + caps), std::string::npos);
 }
 
+// What the daemon writes is root's only, and its metrics reach this host's
+// agent only unless a drop-in allows more.
+TEST_F(UnitFileTest, KeepsTheHistoryPrivateAndTheMetricsLocal) {
+  EXPECT_NE(text_.find("\nUMask=0077\n"), std::string::npos);
+  EXPECT_NE(text_.find("\nIPAddressDeny=any\n"), std::string::npos);
+  EXPECT_NE(text_.find("\nIPAddressAllow=localhost\n"), std::string::npos);
+}
+
 // The daemon reads every process's /proc/PID: nothing may hide them.
 TEST_F(UnitFileTest, LeavesOtherProcessesVisible) {
   for (const char* hiding :
@@ -226,7 +234,7 @@ TEST(ExampleConfig, ListsEveryDaemonOption) {
     options.insert((*it)[1]);
   options.erase("help");
   options.erase("version");  // a flag that prints and exits, not a setting
-  options.erase("config");  // not a key: the file cannot name itself
+  options.erase("config");   // not a key: the file cannot name itself
   ASSERT_GE(options.size(), 15u) << help.out;
   const std::string text = slurp(RSSAUDIT_EXAMPLE_CONFIG);
   for (const std::string& key : options)

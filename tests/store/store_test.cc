@@ -416,6 +416,91 @@ TEST(StoreSchema, SecondWriterOnTheSameDatabaseIsRefused) {
   EXPECT_NE(open_store(path), nullptr);
 }
 
+// ------------------------------------------------- paths of another's --
+
+// Runs `command` as nobody (setpriv), as a hostile local user would.
+void as_nobody(const std::string& command) {
+  const std::string full =
+      "setpriv --reuid=65534 --regid=65534 --clear-groups " + command;
+  ASSERT_EQ(std::system(full.c_str()), 0) << full;
+}
+
+// A database path an unprivileged user prepared in a directory of theirs:
+// a link, dangling into a root-only directory or to a root file, at the
+// database or at its -wal or -shm, is refused naming the path, and nothing
+// is created or written through it. The unit's ProtectSystem confines the
+// daemon; a manual run as root (the README's ./rssaudit.db) has only this.
+TEST(StorePaths, LinksAnotherUserPlantedAreRefusedAndNothingIsWritten) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the writer a link targets";
+  if (std::system("command -v setpriv >/dev/null") != 0)
+    GTEST_SKIP() << "needs setpriv (util-linux) to act as another user";
+  TempDir root_only, theirs;
+  ASSERT_EQ(chmod(root_only.path().c_str(), 0700), 0);
+  ASSERT_EQ(chown(theirs.path().c_str(), 65534, 65534), 0);
+  const std::string root_file = root_only.file("root.db");
+  { std::ofstream(root_file) << ""; }
+  ASSERT_EQ(chmod(root_file.c_str(), 0600), 0);
+  as_nobody("ln -s " + root_only.file("planted.db") + " " +
+            theirs.file("dangling.db"));
+  as_nobody("ln -s " + root_file + " " + theirs.file("to-root.db"));
+  for (const char* name : {"dangling.db", "to-root.db"}) {
+    Result<std::unique_ptr<Store>, StoreError> s =
+        Store::open(theirs.file(name), {});
+    ASSERT_FALSE(s.has_value()) << name;
+    EXPECT_NE(s.error().message.find(theirs.file(name) +
+                                     ": cannot open for writing: a "
+                                     "symbolic link"),
+              std::string::npos)
+        << s.error().message;
+  }
+  // The -wal and -shm SQLite makes beside the database: never followed.
+  as_nobody("ln -s " + root_only.file("planted-wal") + " " +
+            theirs.file("h.db-wal"));
+  as_nobody("ln -s " + root_only.file("planted-shm") + " " +
+            theirs.file("h.db-shm"));
+  Result<std::unique_ptr<Store>, StoreError> beside =
+      Store::open(theirs.file("h.db"), {});
+  if (beside) {
+    (*beside)->begin_run(test_run());
+    EXPECT_FALSE((*beside)->flush().has_value());
+  }
+  EXPECT_EQ(std::vector<fs::path>(fs::directory_iterator(root_only.path()),
+                                  fs::directory_iterator()),
+            std::vector<fs::path>{root_file});
+  EXPECT_EQ(fs::file_size(root_file), 0u);
+}
+
+// The history names every process: a new one, its -wal and -shm are
+// readable by their owner only (the unit adds UMask=0077). A FIFO at the
+// path is refused at once, for writing and for reading.
+TEST(StorePaths, ANewHistoryIsItsOwnersOnlyAndAFifoIsRefusedAtOnce) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  {
+    std::unique_ptr<Store> store = open_store(path);
+    store->begin_run(test_run());
+    ASSERT_TRUE(store->flush().has_value());
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat st {};
+      ASSERT_EQ(stat((path + suffix).c_str(), &st), 0) << suffix;
+      EXPECT_EQ(st.st_mode & 0777, 0600u)
+          << suffix << " " << std::oct << st.st_mode;
+    }
+  }
+  const std::string fifo = dir.file("fifo.db");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Result<std::unique_ptr<Store>, StoreError> writer = Store::open(fifo, {});
+  ASSERT_FALSE(writer.has_value());
+  EXPECT_NE(writer.error().message.find(fifo + ": cannot open for writing: a "
+                                               "FIFO"),
+            std::string::npos)
+      << writer.error().message;
+  Result<std::unique_ptr<StoreReader>, StoreError> reader =
+      StoreReader::open_read_only(fifo);
+  ASSERT_FALSE(reader.has_value());
+  EXPECT_EQ(reader.error().message,
+            fifo + ": cannot read: a FIFO, not a regular file");
+}
 // ------------------------------------------------------------ round trip --
 
 // Drift compares two values of one moment: the capture's pair, else
