@@ -20,6 +20,7 @@
 #include "cli/svg.h"
 #include "cli/table_cells.h"
 #include "cli/time_args.h"
+#include "core/formats/option_checks.h"
 #include "core/schemes/scheme_set.h"
 #include "os/path_files.h"
 
@@ -556,7 +557,8 @@ void register_export(CLI::App& app) {
   add_window_options(*sub, o->since, o->until);
   o->fields.add_fields_option(*sub);
   sub->add_option("--top", o->top, "Processes plotted and tabulated (html)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_in(0, 10'000'000, "processes"));
   add_db_option(*sub, o->db);
   sub->callback([o] { run(*o); });
 }

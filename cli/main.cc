@@ -36,8 +36,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return e.get_exit_code() == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) {  // --help, --version
+      app.exit(e);
+      return kExitOk;
+    }
+    // One line with the program's name, as every other error has (CLI11
+    // prints two, "ERROR: " first).
+    fmt::print(stderr, "rssaudit: {} (rssaudit --help shows the options)\n",
+               e.what());
+    return kExitUsage;
   } catch (const UsageError& e) {
     fmt::print(stderr, "rssaudit: {}\n", e.what());
     return kExitUsage;

@@ -231,12 +231,6 @@ void rank(std::vector<ProcessWindow>& windows, TopSort by) {
       });
 }
 
-std::string printable(std::string comm) {
-  for (char& c : comm)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return comm;
-}
-
 std::string json_text(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

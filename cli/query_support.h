@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "cli/units.h"
+#include "core/formats/printable_text.h"
 #include "store/store_queries.h"
 
 namespace rssaudit::cli {
@@ -126,9 +127,6 @@ class DriftLegend {
 enum class TopSort { kDrift, kRatio, kRss };
 // Largest first; processes without the value last, then by id.
 void rank(std::vector<ProcessWindow>& windows, TopSort by);
-
-// `comm` safe for a terminal: control characters as '?'.
-std::string printable(std::string comm);
 
 // `j` as JSON text: bytes that are not UTF-8 (a process may name itself
 // "\xff") become U+FFFD instead of failing the output half-written.

@@ -15,6 +15,7 @@
 #include "cli/query_support.h"
 #include "cli/run_until.h"
 #include "cli/units.h"
+#include "core/formats/option_checks.h"
 #include "os/clock.h"
 #include "sampler/sampler.h"
 
@@ -204,8 +205,10 @@ void register_record(CLI::App& app) {
       "record", "Save every RSS counter update to a file (root)");
   sub->add_option("-o,--output", o->output, "Recording file")->required();
   sub->add_option("--duration", o->duration_s, "Seconds to record")
-      ->capture_default_str();
-  auto* pid = sub->add_option("--pid", o->pid, "Only this process");
+      ->capture_default_str()
+      ->check(seconds_in(0.001, false));
+  auto* pid = sub->add_option("--pid", o->pid, "Only this process")
+                  ->check(whole_in(1, 4194304, "a PID"));
   sub->add_option("--comm", o->comm, "Only the process with this name")
       ->excludes(pid);
   sub->callback([o] { record(*o); });
@@ -219,12 +222,13 @@ void register_replay(CLI::App& app) {
       ->required();
   sub->add_flag("--json", o->json, "Print JSON");
   sub->add_option("--top", o->top, "Processes listed, largest error first")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_in(0, 10'000'000, "processes"));
   sub->add_option("--mms-kept", o->mms_kept,
                   "Ended mms kept for the ranking (the newest; all are "
                   "counted)")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
+      ->check(whole_in(1, 10'000'000, "mms"));
   sub->callback([o] { replay(*o); });
 }
 

@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 
+#include "core/formats/printable_text.h"
+
 namespace rssaudit::cli::svg {
 namespace {
 
@@ -97,7 +99,10 @@ std::string y_grid(const std::vector<double>& ticks, double right,
 
 }  // namespace
 
-std::string escape(std::string_view s) {
+std::string escape(std::string_view text) {
+  // Controls and bytes that are not UTF-8 as '?' (core/formats/
+  // printable_text.h), lines and tabs kept.
+  const std::string s = printable(text, "\n\t");
   std::string out;
   for (char c : s) {
     switch (c) {

@@ -20,6 +20,7 @@
 #include "cli/table_cells.h"
 #include "cli/time_args.h"
 #include "cli/top_filter.h"
+#include "core/formats/option_checks.h"
 
 namespace rssaudit::cli {
 namespace {
@@ -308,14 +309,16 @@ void register_top(CLI::App& app) {
                   "bound) or rss")
       ->check(CLI::IsMember({"drift", "ratio", "rss"}))
       ->capture_default_str();
-  sub->add_option("-n", o->limit, "Processes shown")->capture_default_str();
+  sub->add_option("-n", o->limit, "Processes shown")
+      ->capture_default_str()
+      ->check(whole_in(0, 10'000'000, "processes"));
   o->filter.add_options(*sub);
   o->fields.add_options(*sub, o->format, "process");
   add_live_options(*sub, o->live);
   sub->add_option("--watch", o->watch_s,
                   "With --live: redraw every SECONDS until interrupted, as "
                   "top(1) does")
-      ->check(CLI::Range(0.1, 86400.0))
+      ->check(finite_in(0.1, 86400, false, "seconds"))
       ->needs(sub->get_option("--live"));
   sub->callback([o] { run(*o); });
 }

@@ -16,6 +16,7 @@
 #include "cli/run_until.h"
 #include "cli/scheme_report.h"
 #include "cli/units.h"
+#include "core/formats/option_checks.h"
 #include "core/formats/record_format.h"
 #include "core/schemes/hpcc_tree.h"
 #include "sampler/reader_probe.h"
@@ -315,9 +316,6 @@ std::string comm_of(ProcessSampler& sampler, uint32_t pid) {
 }
 
 void whatif_live(const WhatifOptions& o) {
-  if (o.duration_s <= 0)
-    throw UsageError(
-        fmt::format("--duration must be positive, got {}", o.duration_s));
   ProcessSampler sampler{WalkPolicy{}};
   if (process_gone(sampler, o.pid))
     throw UsageError(fmt::format("--pid {}: no such process", o.pid));
@@ -403,12 +401,16 @@ void register_whatif(CLI::App& app) {
       "Per counting scheme: bound, largest and final error, shared updates "
       "and memory, for a live process (root), a recording or a synthetic "
       "workload");
-  o->pid_option = sub->add_option(
-      "--pid", o->pid,
-      "Live: capture this process (root); with --recording: its mms only");
+  o->pid_option =
+      sub->add_option(
+             "--pid", o->pid,
+             "Live: capture this process (root); with --recording: its mms "
+             "only")
+          ->check(whole_in(1, 4194304, "a PID"));
   o->duration_option =
       sub->add_option("--duration", o->duration_s, "Live: seconds to capture")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(seconds_in(0.001, false));
   o->recording_option = sub->add_option("--recording", o->recording,
                                         "A file made by 'rssaudit record'");
   sub->add_option("--cpus", o->synthetic.cpus,
@@ -418,7 +420,8 @@ void register_whatif(CLI::App& app) {
   o->synthetic_options = add_synthetic_options(*sub, o->synthetic);
   add_model_options(*sub, o->synthetic.model);
   o->top_option = sub->add_option("--top", o->top, "Most active mms listed")
-                      ->capture_default_str();
+                      ->capture_default_str()
+                      ->check(whole_in(0, 10'000'000, "mms"));
   sub->add_flag("--json", o->json, "Print JSON");
   add_unit_options(*sub, o->units);
   sub->callback([o] { whatif(*o); });

@@ -551,9 +551,9 @@ class Daemon {
 int run_daemon(const std::vector<std::string>& args) {
   const Result<DaemonOptions, OptionsError> loaded = load_daemon_options(args);
   if (!loaded) {
-    if (loaded.error().exit_code == 1)
+    if (loaded.error().exit_code != 0)  // 0: --help or --version, printed
       fmt::print(stderr, "rssauditd: {}\n", loaded.error().message);
-    return loaded.error().exit_code;  // CLI11 printed usage errors and --help
+    return loaded.error().exit_code;
   }
   const DaemonOptions& options = *loaded;
   auto store = Store::open(options.db, StoreOptions{});

@@ -14,6 +14,7 @@
 
 #include "core/formats/config_file.h"
 #include "core/formats/help_formatter.h"
+#include "core/formats/option_checks.h"
 #include "os/unique_fd.h"
 
 namespace rssaudit {
@@ -43,35 +44,6 @@ std::string check_listen(const std::string& s) {
   return "";
 }
 
-constexpr double kYear = 365.0 * 86400;
-
-// A number: finite, from `min` to `max`, or 0 where `zero` (off, "until
-// stopped", "keep") is allowed. NaN, infinities and 1e-300 busy-loop or
-// overflow a timer.
-CLI::Validator finite_in(double min, double max, bool zero, const char* unit) {
-  return CLI::Validator(
-      [=](const std::string& text) -> std::string {
-        double v = 0;
-        try {
-          size_t used = 0;
-          v = std::stod(text, &used);
-          if (used != text.size()) v = NAN;
-        } catch (const std::exception&) {
-          v = NAN;
-        }
-        if (std::isfinite(v) && ((zero && v == 0) || (v >= min && v <= max)))
-          return "";
-        return fmt::format("takes {}{:g} to {:g} {}, got '{}'",
-                           zero ? "0 or " : "", min, max, unit, text);
-      },
-      "NUMBER");
-}
-
-// Seconds: a year is longer than any interval means.
-CLI::Validator seconds(double min, bool zero) {
-  return finite_in(min, kYear, zero, "seconds");
-}
-
 // One definition of every setting, used for flags and config keys alike.
 void add_options(CLI::App& app, DaemonOptions& o) {
   app.add_option("--config", o.config,
@@ -79,49 +51,53 @@ void add_options(CLI::App& app, DaemonOptions& o) {
       ->capture_default_str();
   app.add_option("--duration", o.duration_s,
                  "Stop after this many seconds (default: until SIGTERM)")
-      ->check(seconds(0.001, true));
-  app.add_option("--pid", o.pid, "Audit only this process");
+      ->check(seconds_in(0.001, true));
+  app.add_option("--pid", o.pid, "Audit only this process")
+      ->check(whole_in(0, 4194304, "a PID, 0: every process"));
   app.add_option("--poll-ms", o.poll_ms,
                  "Longest poll period of the capture (shorter at high rates)")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 1000u));
+      ->check(whole_in(1, 1000, "milliseconds"));
   app.add_option("--summary-interval", o.summary_s,
                  "Log a summary every this many seconds (0: off)")
-      ->check(seconds(0.1, true));
+      ->check(seconds_in(0.1, true));
   app.add_option("--top", o.top,
                  "Processes listed in a summary, largest error first")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_in(0, 100000, "processes"));
   app.add_option("--db", o.db, "History database (SQLite)")
       ->capture_default_str();
   app.add_option("--sample-interval", o.sample_s,
                  "Seconds between /proc samples of audited processes")
       ->capture_default_str()
-      ->check(seconds(0.01, false));
+      ->check(seconds_in(0.01, false));
   app.add_option("--flush-interval", o.flush_s,
                  "Seconds between database transactions")
       ->capture_default_str()
-      ->check(seconds(0.01, false));
+      ->check(seconds_in(0.01, false));
   app.add_option("--comm", o.recorder.comm, "Record only processes named so");
   app.add_option("--cgroup", o.recorder.cgroup,
                  "Record only processes in this cgroup v2 or below it "
                  "(a path as in /proc/PID/cgroup)")
       ->check(CLI::Validator(check_cgroup, "PATH"));
   app.add_option("--min-rss", o.recorder.min_rss_pages,
-                 "Record only processes with at least this many pages");
+                 "Record only processes with at least this many pages")
+      ->check(whole_in(0, uint64_t{1} << 40, "pages"));
   app.add_option("--min-updates", o.recorder.min_updates,
                  "Record only processes that made at least this many RSS "
-                 "counter updates");
+                 "counter updates")
+      ->check(whole_in(0, uint64_t{1} << 62, "updates"));
   app.add_option("--quiet-interval", o.recorder.quiet_interval_s,
                  "Seconds between /proc samples of a quiet process (no RSS "
                  "update since the capture started: its values hold still); "
                  "0: audit only processes that update")
       ->capture_default_str()
-      ->check(seconds(0.1, true));
+      ->check(seconds_in(0.1, true));
   app.add_option("--model-error-interval", o.recorder.model_error_interval_s,
                  "Seconds one model-error row of a process covers: each "
                  "scheme's largest error over them (0: a row per sample)")
       ->capture_default_str()
-      ->check(seconds(0.1, true));
+      ->check(seconds_in(0.1, true));
   app.add_option("--walk", o.walk,
                  "Page-table walks (smaps_rollup, pagemap): 'all' or PIDs")
       ->delimiter(',')
@@ -129,9 +105,10 @@ void add_options(CLI::App& app, DaemonOptions& o) {
   app.add_option("--walk-interval", o.walk_interval_s,
                  "Minimum seconds between walks of one process")
       ->capture_default_str()
-      ->check(seconds(0.01, true));
+      ->check(seconds_in(0.01, true));
   app.add_option("--walk-min-rss", o.walk_min_rss_pages,
-                 "Walk only processes with at least this many pages");
+                 "Walk only processes with at least this many pages")
+      ->check(whole_in(0, uint64_t{1} << 40, "pages"));
   app.add_option("--retention-days", o.retention_days,
                  "Delete history older than this (0: keep)")
       ->capture_default_str()
@@ -155,12 +132,12 @@ void add_options(CLI::App& app, DaemonOptions& o) {
   app.add_option("--metrics-top", o.metrics_top,
                  "Groups given their own series")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{1000}));
+      ->check(whole_in(1, 1000, "groups"));
   app.add_option("--metrics-processes", o.metrics_processes,
                  "Processes with the largest drift given their own series "
                  "(a pid label: 0, none, by default)")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{0}, size_t{1000}));
+      ->check(whole_in(0, 1000, "processes"));
 }
 
 // CLI11 takes its argument vector in reverse order.
@@ -216,9 +193,12 @@ Result<void> check_entry(const std::string& path, const ConfigEntry& e) {
   const auto fail = [](std::string message) {
     return unexpected(Error{std::move(message)});
   };
-  if (e.key == "config")
-    return fail(fmt::format(
-        "{}:{}: key 'config' cannot be set in a config file", path, e.line));
+  // Flags that act instead of setting anything: CLI11 would throw its
+  // request to print the help ("This should be caught in your main
+  // function") as if it were an error of the file.
+  if (e.key == "config" || e.key == "help" || e.key == "version")
+    return fail(fmt::format("{}:{}: key '{}' cannot be set in a config file",
+                            path, e.line, e.key));
   DaemonOptions scratch;
   CLI::App app;
   add_options(app, scratch);
@@ -264,9 +244,10 @@ Result<DaemonOptions, OptionsError> load_daemon_options(
   try {
     parse(app, args);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, or the error
-    return unexpected(code == 0 ? OptionsError{"", 0}
-                                : OptionsError{e.what(), 2});
+    if (e.get_exit_code() != 0)  // the caller says it, in one line
+      return unexpected(OptionsError{e.what(), 2});
+    app.exit(e);  // --help, --version
+    return unexpected(OptionsError{"", 0});
   }
   std::set<std::string> given;
   for (const CLI::Option* opt : app.get_options())

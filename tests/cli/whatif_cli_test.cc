@@ -384,7 +384,7 @@ TEST(WhatifCli, BadArgumentsAreUsageErrors) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1)
         << args << ": " << r.err;
   }
-  // CLI11's own parse errors add a hint line; still usage errors.
+  // CLI11's own parse errors: one line, still usage errors.
   EXPECT_EQ(
       run_command(kCli + " whatif --workload hop --cpus 4 --pages --bytes")
           .exit_code,
@@ -393,9 +393,18 @@ TEST(WhatifCli, BadArgumentsAreUsageErrors) {
             std::string::npos);
   EXPECT_NE(run_command(kCli + " whatif --workload hop").err.find("--cpus"),
             std::string::npos);
-  EXPECT_NE(run_command(kCli + " whatif --pid 2147483647")
-                .err.find("no such process"),
-            std::string::npos);
+  // Past the kernel's largest pid (PID_MAX_LIMIT, 2^22) no process can
+  // be: a usage error; below it, one that does not exist is named so.
+  const testing::CommandResult beyond =
+      run_command(kCli + " whatif --pid 2147483647");
+  EXPECT_EQ(beyond.exit_code, 2);
+  EXPECT_NE(beyond.err.find("--pid: takes a whole number from 1 to 4194304 "
+                            "(a PID), got '2147483647'"),
+            std::string::npos)
+      << beyond.err;
+  EXPECT_NE(
+      run_command(kCli + " whatif --pid 4194304").err.find("no such process"),
+      std::string::npos);
 }
 
 TEST(WhatifCli, MissingRecordingFailsNamingIt) {

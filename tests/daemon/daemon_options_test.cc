@@ -2,6 +2,7 @@
 // sees them too: no BPF, no root.
 #include "daemon/daemon_options.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -186,6 +187,48 @@ TEST_F(DaemonOptionsTest, NumbersMustBeFiniteAndInRange) {
   EXPECT_NE(r.error().message.find(":1: key 'sample-interval'"),
             std::string::npos)
       << r.error().message;
+}
+
+// Counts are whole and unsigned as written: CLI11 2.1 wrapped "-5" into
+// 2^64-5 pages, so --min-rss -5 recorded nothing and exited 0.
+TEST_F(DaemonOptionsTest, CountsAreWholeNumbersNeverWrappedNegatives) {
+  write("");
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--min-rss", "-5"},
+                                             {"--min-updates", "-1"},
+                                             {"--top", "-1"},
+                                             {"--walk-min-rss", "1.5"},
+                                             {"--metrics-top", "0"},
+                                             {"--metrics-processes", "1e3"},
+                                             {"--poll-ms", "nan"},
+                                             {"--pid", "4194305"},
+                                             {"--pid", "+7"}}) {
+    const auto r = load(bad);
+    ASSERT_FALSE(r.has_value()) << bad[0] << " " << bad[1];
+    EXPECT_EQ(r.error().exit_code, 2) << bad[0] << " " << bad[1];
+    EXPECT_NE(r.error().message.find(bad[0] + ": takes a whole number"),
+              std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("got '" + bad[1] + "'"), std::string::npos)
+        << r.error().message;
+  }
+  const auto r = load({"--min-rss", "0", "--min-updates", "18446744073"});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->recorder.min_updates, 18446744073u);
+}
+
+// help and version act instead of setting: in a config file they are
+// refused naming the line, not thrown as CLI11's request to print help.
+TEST_F(DaemonOptionsTest, HelpAndVersionAreNoConfigKeys) {
+  for (const char* key : {"help", "version"}) {
+    write(fmt::format("top = 3\n{} = 1\n", key));
+    const auto r = load({});
+    ASSERT_FALSE(r.has_value()) << key;
+    EXPECT_EQ(r.error().exit_code, 1);
+    EXPECT_EQ(r.error().message,
+              fmt::format("{}:2: key '{}' cannot be set in a config file",
+                          path_, key));
+  }
 }
 
 TEST_F(DaemonOptionsTest, RestartOnlyChangesAreNamed) {
