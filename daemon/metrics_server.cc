@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -35,6 +36,11 @@ struct MetricsServer::State : std::enable_shared_from_this<State> {
   bool make_room();
   // A connection ended: its slot is free again.
   void release(MetricsConnection* c);
+  // The scrape body in `format`: rendered, or the last one when it is
+  // younger than options.min_render_interval.
+  const std::string& body(ExpositionFormat format);
+  // Whether a scrape from `peer` is within its share of this second.
+  bool scrape_allowed(const std::string& peer);
 
   MetricsServerOptions options;
   Render render;
@@ -48,6 +54,16 @@ struct MetricsServer::State : std::enable_shared_from_this<State> {
   uint64_t waits = 0;  // orders the connections' waits for a request
   std::unordered_map<MetricsConnection*, std::weak_ptr<MetricsConnection>>
       connections;
+  struct Rendered {
+    std::string body;
+    std::optional<std::chrono::steady_clock::time_point> at;
+  };
+  std::array<Rendered, 2> rendered;  // by ExpositionFormat
+  struct PeerSecond {
+    int64_t second = 0;
+    size_t scrapes = 0;
+  };
+  std::unordered_map<std::string, PeerSecond> peers;  // by address
 };
 
 namespace {
@@ -152,6 +168,13 @@ class MetricsConnection
     return state_->stopped || closed_ || ec == asio::error::operation_aborted;
   }
 
+  // The client's address, as the per-peer limit counts it.
+  std::string peer_address() const {
+    beast::error_code ec;
+    const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+    return ec ? "?" : peer.address().to_string();
+  }
+
   // The stream failed (EOF, reset, timeout): nothing more can be said.
   void hang_up(const beast::error_code& ec) {
     if (ec == beast::error::timeout) ++state_->stats.timeouts;
@@ -209,11 +232,18 @@ class MetricsConnection
       res = why.empty() ? text_response(http::status::ok, req.version(), "ok\n")
                         : text_response(http::status::service_unavailable,
                                         req.version(), why + "\n");
+    } else if (const std::string peer = peer_address();
+               !state_->scrape_allowed(peer)) {
+      res = text_response(
+          http::status::too_many_requests, req.version(),
+          fmt::format("too many scrapes from {}: at most {} a second\n", peer,
+                      state_->options.max_scrapes_per_peer_second));
+      res.set(http::field::retry_after, "1");
     } else {
       const auto format = negotiate_format(std_view(req[http::field::accept]));
       try {
         res = Response{http::status::ok, req.version()};
-        res.body() = state_->render(format);
+        res.body() = state_->body(format);
         res.set(http::field::content_type, std::string(content_type(format)));
       } catch (const std::exception& e) {
         res = text_response(http::status::internal_server_error, req.version(),
@@ -305,6 +335,38 @@ bool MetricsServer::State::make_room() {
 
 void MetricsServer::State::release(MetricsConnection* c) {
   connections.erase(c);
+}
+
+bool MetricsServer::State::scrape_allowed(const std::string& peer) {
+  const int64_t second =
+      std::chrono::duration_cast<std::chrono::seconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+  // Bounded however many addresses ask: past seconds are forgotten.
+  if (peers.size() >= 4096)
+    std::erase_if(peers,
+                  [&](const auto& p) { return p.second.second != second; });
+  PeerSecond& p = peers[peer];
+  if (p.second != second) p = PeerSecond{second, 0};
+  if (p.scrapes >= options.max_scrapes_per_peer_second) {
+    ++stats.throttled;
+    return false;
+  }
+  ++p.scrapes;
+  return true;
+}
+
+const std::string& MetricsServer::State::body(ExpositionFormat format) {
+  Rendered& r = rendered[static_cast<size_t>(format)];
+  const auto now = std::chrono::steady_clock::now();
+  if (r.at && now - *r.at < options.min_render_interval) {
+    ++stats.reused;
+    return r.body;
+  }
+  r.body = render(format);  // may throw (a 500): nothing is kept then
+  r.at = now;
+  ++stats.renders;
+  return r.body;
 }
 
 MetricsServer::MetricsServer(asio::io_context& io, MetricsServerOptions options,

@@ -41,6 +41,18 @@ struct MetricsServerOptions {
   // scrapers send it as they connect, so a slot is not held longer by one
   // that does not.
   std::chrono::milliseconds first_request_timeout{2'000};
+  // A scrape within this long of the last render of its format gets that
+  // body again: however many clients scrape however often, the daemon
+  // renders each format at most once per interval (Prometheus scrapes
+  // every 15 s or more; eight loops scraping as fast as they could cost
+  // the daemon 23 points of a CPU rendering every time). 0: every scrape
+  // renders.
+  std::chrono::milliseconds min_render_interval{1'000};
+  // Scrapes of /metrics answered per peer address in one second; beyond,
+  // 429 Too Many Requests (a few bytes): writing the body to clients
+  // asking back to back still cost a few points of a CPU. A Prometheus
+  // pair on one host scrapes far less often.
+  size_t max_scrapes_per_peer_second = 10;
 };
 
 // What the server has done about its limits, for the daemon's summaries.
@@ -49,6 +61,9 @@ struct MetricsServerStats {
   uint64_t over_limit = 0;  // refused: every connection was being answered
   uint64_t evicted = 0;     // closed to make room for a newcomer
   uint64_t timeouts = 0;
+  uint64_t renders = 0;    // scrapes answered with a body rendered for them
+  uint64_t reused = 0;     // scrapes answered with the last body (the interval)
+  uint64_t throttled = 0;  // scrapes answered 429: their peer asked too often
 };
 
 class MetricsServer {

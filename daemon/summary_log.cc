@@ -113,9 +113,11 @@ void write_server_log(FILE* out,
                control->timeouts, control->oversized);
   if (metrics)
     fmt::print(out,
-               "metrics accepted={} over_limit={} evicted={} timeouts={}\n",
+               "metrics accepted={} over_limit={} evicted={} timeouts={} "
+               "renders={} reused={} throttled={}\n",
                metrics->accepted, metrics->over_limit, metrics->evicted,
-               metrics->timeouts);
+               metrics->timeouts, metrics->renders, metrics->reused,
+               metrics->throttled);
   fflush(out);
 }
 

@@ -1,5 +1,6 @@
 #include "daemon/metrics_server.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -130,6 +131,62 @@ TEST(MetricsServer, AnswersGetMetricsInTheNegotiatedFormatOnTheLoopThread) {
   EXPECT_EQ(r.response.body(), "text 1\n");
   EXPECT_EQ(s.renders(), 2);
   EXPECT_FALSE(s.off_loop_renders());
+}
+
+// Scrapers asking as fast as they can cost one render per format per
+// interval: the rest get the last body, each format its own.
+TEST(MetricsServer, ScrapesWithinTheIntervalGetTheLastBodyUnrendered) {
+  int n = 0;
+  ServerOnLoop s({.min_render_interval = milliseconds(300),
+                  .max_scrapes_per_peer_second = 100},
+                 [&n](ExpositionFormat f) {
+                   return fmt::format(
+                       "{} {}\n",
+                       f == ExpositionFormat::kOpenMetrics ? "om" : "text",
+                       ++n);
+                 });
+  ASSERT_EQ(s.start_error(), "");
+  KeepAliveClient client(s.port());
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(client.get("/metrics").response.body(), "text 1\n");
+  EXPECT_EQ(
+      http_request(s.port(), http::verb::get, "/metrics", kPrometheusAccept)
+          .response.body(),
+      "om 2\n");
+  EXPECT_EQ(s.stats().renders, 2u);
+  EXPECT_EQ(s.stats().reused, 4u);
+  std::this_thread::sleep_for(milliseconds(350));
+  EXPECT_EQ(client.get("/metrics").response.body(), "text 3\n");
+  EXPECT_EQ(s.renders(), 3);
+}
+
+// A peer asking back to back gets a 429 of a few bytes past its share of
+// the second, saying when to come back; other paths are not counted.
+TEST(MetricsServer, APeerScrapingTooOftenGets429WithRetryAfter) {
+  ServerOnLoop s({.max_scrapes_per_peer_second = 2}, body_for);
+  ASSERT_EQ(s.start_error(), "");
+  KeepAliveClient client(s.port());
+  int ok = 0, throttled = 0;
+  // Six in far less than a second span at most two seconds: at most four
+  // answered.
+  for (int i = 0; i < 6; ++i) {
+    const auto r = client.get("/metrics").response;
+    EXPECT_EQ(client.get("/healthz").response.result(), http::status::ok);
+    if (r.result() == http::status::ok) {
+      ++ok;
+      continue;
+    }
+    ++throttled;
+    EXPECT_EQ(r.result(), http::status::too_many_requests);
+    EXPECT_EQ(r[http::field::retry_after], "1");
+    EXPECT_EQ(r.body(),
+              "too many scrapes from 127.0.0.1: at most 2 a second\n");
+  }
+  EXPECT_LE(ok, 4);
+  EXPECT_GE(throttled, 2);
+  EXPECT_EQ(s.stats().throttled, uint64_t(throttled));
+  std::this_thread::sleep_for(milliseconds(1100));
+  EXPECT_EQ(client.get("/metrics").response.result(), http::status::ok);
 }
 
 TEST(MetricsServer, UnknownPathIs404) {
@@ -284,7 +341,7 @@ TEST(MetricsServer, AClientPartWayThroughARequestOutlastsIdleOnes) {
 TEST(MetricsServer, ANewcomerGets503OnlyWhileAllAreBeingAnswered) {
   // A body far larger than loopback socket buffers: a client that does not
   // read it keeps its connection being answered.
-  ServerOnLoop s({.max_connections = 2},
+  ServerOnLoop s({.max_connections = 2, .min_render_interval = milliseconds(0)},
                  [](ExpositionFormat) { return std::string(32 << 20, 'x'); });
   asio::io_context io;
   std::vector<tcp::socket> stuck;

@@ -415,7 +415,8 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
   // scrape, and every query answered without error.
   const std::string log = testing::slurp(err);
   EXPECT_NE(
-      log.find("\nmetrics accepted=1 over_limit=0 evicted=0 timeouts=0\n"),
+      log.find("\nmetrics accepted=1 over_limit=0 evicted=0 timeouts=0 "
+               "renders=1 reused=0 throttled=0\n"),
       std::string::npos)
       << log;
   std::smatch control;
