@@ -125,6 +125,7 @@ void replay(const ReplayOptions& o) {
                         {"exact", r.stats.exact},
                         {"ambiguous", r.stats.ambiguous},
                         {"over_mm_limit", r.stats.over_mm_limit},
+                        {"bad_records", r.stats.bad_records},
                         {"fidelity_checked", checked},
                         {"fidelity_matched", pipeline->fidelity_matched()},
                         {"error", r.error ? nlohmann::json(r.error->message)
@@ -162,6 +163,11 @@ void replay(const ReplayOptions& o) {
     fmt::print("updates {} exact {} ambiguous {}\nfidelity {}\n",
                r.stats.updates, r.stats.exact, r.stats.ambiguous,
                fidelity_text(pipeline->fidelity_matched(), checked));
+    if (r.stats.bad_records > 0)
+      fmt::print(
+          "{} bad records skipped: a CPU or counter out of range, or an "
+          "unknown kind\n",
+          r.stats.bad_records);
     if (r.stats.over_mm_limit > 0)
       fmt::print(
           "{} records skipped: their mm would have been one more than the "
@@ -195,6 +201,12 @@ void replay(const ReplayOptions& o) {
     throw std::runtime_error(
         fmt::format("{}: {} (everything before it was replayed)", o.input,
                     r.error->message));
+  // A recording rssaudit wrote holds none: the file was damaged or made
+  // by something else. Replayed without them, said, and not a success.
+  if (r.stats.bad_records > 0)
+    throw std::runtime_error(
+        fmt::format("{}: {} bad records skipped (the rest was replayed)",
+                    o.input, r.stats.bad_records));
 }
 
 }  // namespace

@@ -8,9 +8,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bpf/rss_event.h"
+#include "core/formats/record_format.h"
 #include "store/store.h"
 #include "tests/support/run_command.h"
 
@@ -143,6 +147,49 @@ TEST_F(InputsCli, ControlsInAProcessNameNeverReachTheTerminalOrTheHtml) {
   EXPECT_NE(top.out.find("a?2J"), std::string::npos) << top.out;
   EXPECT_NE(top.out.find("b?2J"), std::string::npos) << top.out;
   EXPECT_NE(html.out.find("c??"), std::string::npos);
+}
+
+// A recording with records no capture writes (a CPU past the header's, a
+// counter past the four): replayed without them, counted in the text and
+// the JSON, and the exit says the file was not all good.
+TEST_F(InputsCli, BadRecordsOfARecordingAreCountedShownAndNotASuccess) {
+  RecordHeader h;
+  h.nr_cpu_ids = 2;
+  h.online_cpus = 2;
+  h.percpu_batch = 32;
+  h.page_size = 4096;
+  h.kernel_release = "6.18.0-test";
+  RecordWriter w(h, 16);
+  for (int i = 0; i < 5; ++i) {
+    rss_event e{};
+    e.mm = 0xffff000000001000;
+    e.tid = e.tgid = 77;
+    e.kind = RSS_EV_UPDATE;
+    e.member = i < 3 ? 1 : 9;  // two counters past the four
+    e.cpu = i == 0 ? 7 : 0;    // and one CPU past the header's two
+    e.aux = 100 + i;
+    e.flags = RSS_EVF_OWNER;
+    e.start_ns = 1'000'000 + 1000 * i;
+    w.append(e);
+  }
+  w.flush();
+  const std::string rec = file("bad.rec");
+  {
+    std::ofstream out(rec, std::ios::binary);
+    const auto bytes = w.take();
+    out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  const testing::CommandResult text =
+      run_command("timeout 10 " + kCli + " replay " + rec);
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("3 bad records skipped"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.err, "rssaudit: " + rec +
+                          ": 3 bad records skipped (the rest was replayed)\n");
+  const testing::CommandResult json =
+      run_command("timeout 10 " + kCli + " replay --json " + rec);
+  EXPECT_EQ(json.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(json.out).at("bad_records"), 3);
 }
 
 // An output path another user prepared: never written through.
