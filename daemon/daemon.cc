@@ -510,7 +510,7 @@ class Daemon {
   // /proc reads of one sampling slice: ~150 processes here, a twentieth of
   // the second the loop may keep a query waiting.
   static constexpr uint64_t kSampleSliceNs = 50'000'000;
-  // Rows a flush writes per turn of the loop: 24 ms here unloaded
+  // Rows a flush writes per turn of the loop: 6 ms here unloaded
   // (bench/store_bench, 5.8 us a row).
   static constexpr size_t kFlushPieces = 1;
   const std::vector<std::string> args_;
