@@ -256,14 +256,9 @@ class Daemon {
         last_store_error_.empty() ? "" : ", history not written",
         dropped ? fmt::format(", {} history rows dropped", dropped) : "");
   }
-  // The sampling timer, fired at monotonic `fired_ns`, came more than
-  // twice the interval, and a second, after the previous tick's work
-  // ended (over an interval late): the loop was stopped (SIGSTOP) or
-  // stalled, and no process was sampled between. A tick's own work delays
-  // the next one by as long, and is no gap: the samples say when they were
-  // taken. Nor is a wait shorter than a second at a short interval.
-  // A step of sampling: a stop or stall since the last one (the
-  // daemon's, not of the processes) is recorded as a sampling gap.
+  // A step of sampling (a tick begun, a slice begun or done): a stop or
+  // stall of the daemon since the last step, over twice the interval and a
+  // second (SamplingProgress), is recorded as a sampling gap.
   void note_sampling_progress() {
     const std::optional<SamplingGap> gap =
         progress_.step(monotonic_ns(), realtime_ns(),
