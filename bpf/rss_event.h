@@ -51,6 +51,12 @@ enum {
    * after the add; slot = how far it moved from the add to this record's
    * sequence number, 0 when no other add came between). */
   RSS_EVF_ATOMIC = 1 << 6,
+  /* UPDATE that left its slot at zero (6.2+): `count` read before the
+   * record's sequence number was taken already held `aux`, so no add
+   * whose record comes after another record of its CPU or task later in
+   * the sequence is in it (docs/kernel.md). Always 0 in recordings made
+   * before this bit existed, which are ordered by time alone. */
+  RSS_EVF_COUNT_STEADY = 1 << 7,
 };
 
 struct rss_event {

@@ -147,8 +147,11 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     e->start_ns = bpf_ktime_get_ns();
   } else if (slot == 0) {
     /* Which of two folds on different CPUs moved `count` first is told
-     * from their windows: a fold's window ends where `count` was read. */
+     * from their windows: a fold's window ends where `count` was read;
+     * or from the sequence, when `count` was already this before the
+     * number was taken. */
     e->span_ns = bpf_ktime_get_ns() - start_ns;
+    if (after == count) e->flags |= RSS_EVF_COUNT_STEADY;
   }
   note_seen(cs, noted, (__u64)mm, epoch, member, after);
   stream_publish(&claim);

@@ -15,9 +15,10 @@ DeltaReconstructor::DeltaReconstructor(const ReconstructorOptions& options)
 DeltaReconstructor::~DeltaReconstructor() = default;
 
 // An update the capture did not time (rss_event.h) happened before the
-// latest time the stream has shown and after untimed_floor(); emission and
-// the models take the former, checks that need its earliest moment the
-// latter.
+// latest time the stream has shown, and its record was reserved after
+// untimed_floor() and after the start of every fold earlier in the
+// sequence (a fold is timed before it takes its number); emission and the
+// models take the former, checks that need its earliest moment the latter.
 uint64_t DeltaReconstructor::start_of(const rss_event& e) const {
   return e.start_ns ? e.start_ns : watermark_ns_;
 }
@@ -27,7 +28,8 @@ uint64_t DeltaReconstructor::end_of(const rss_event& e) const {
 }
 
 uint64_t DeltaReconstructor::earliest_of(const rss_event& e) const {
-  return e.start_ns ? e.start_ns : untimed_floor();
+  return e.start_ns ? e.start_ns
+                    : std::max(untimed_floor(), fold_start_watermark_ns_);
 }
 
 // A record that was not in the streams when the previous drain read them was
@@ -59,6 +61,7 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
   p.type = type;
   p.seq = pushed_++;
   p.fold = false;
+  p.count_steady = false;
   p.prev_fold = 0;
   p.chained = false;
   p.mm = nullptr;
@@ -175,7 +178,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       // A reused tid is another task: its mm is the new one, its faults
       // not yet known.
       TaskState& task = tasks_[e.tid];
-      task = TaskState{0, e.mm, false, e.start_ns, true};
+      task = TaskState{.mm = e.mm, .since_ns = e.start_ns, .cache_known = true};
       task.clone_seen = true;
       task.loss_epoch = loss_epoch_;
       const auto flags = static_cast<uint64_t>(e.aux);
@@ -271,12 +274,12 @@ DeltaReconstructor::OwnerUpdate DeltaReconstructor::owner_update(
   }
   TaskState& task = *last_task_;
   catch_up(task);
-  const uint64_t since = task.since_ns;
+  const uint64_t since = task.since_ns, since_seq = task.since_seq;
+  task.since_seq = p.seq + 1;
   // This record's program ran before the task's next add: after its own
   // start, or when untimed, after the folds reserved before it started;
   // and after every earlier record of the task.
-  task.since_ns = std::max(
-      since, uint64_t{e.start_ns ? e.start_ns : fold_start_watermark_ns_});
+  task.since_ns = std::max(since, earliest_of(e));
   // The fault total wraps at 2^16: the difference is right below that.
   p.info.faults = task.faults_known
                       ? static_cast<uint16_t>(e.faults - task.faults)
@@ -286,7 +289,7 @@ DeltaReconstructor::OwnerUpdate DeltaReconstructor::owner_update(
   // Only when unknown: between exec_mmap() and its EXEC record a task
   // already updates its new mm, and the old one is what the exec leaves.
   if (!task.mm) task.mm = e.mm;
-  return {task, since};
+  return {task, since, since_seq};
 }
 
 void DeltaReconstructor::on_update(const rss_event& e) {
@@ -314,15 +317,17 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   p.info.kernel_slot = e.slot;
   p.info.tgid = e.tgid;
   uint64_t task_since = 0;  // this add came after it
+  // And after the record at this place in the stream (seq + 1; 0: none).
+  uint64_t add_after_seq = locked_add(e) ? slot.after_seq : 0;
   if (e.flags & RSS_EVF_OWNER) {
-    task_since = owner_update(e, p).since;
+    const OwnerUpdate owner = owner_update(e, p);
+    task_since = owner.since;
+    add_after_seq = std::max(add_after_seq, owner.since_seq);
   } else if (unlocked_add(e)) {
     // As for an owner's task above, for the one other task an mm keeps.
     task_since = st.other_tid == e.tid ? st.other_since_ns : 0;
     st.other_tid = e.tid;
-    st.other_since_ns =
-        std::max(task_since,
-                 uint64_t{e.start_ns ? e.start_ns : fold_start_watermark_ns_});
+    st.other_since_ns = std::max(task_since, earliest_of(e));
   }
 
   int64_t delta = 0;
@@ -341,6 +346,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     // Back to zero: `count` moved by slot_before + delta (a fold, at least
     // batch away from zero) or not at all.
     p.fold = true;
+    p.count_steady = e.flags & RSS_EVF_COUNT_STEADY;
     p.prev_fold = st.last_fold[m];
     st.last_fold[m] = p.seq + 1;
     int64_t moved = e.aux - st.count[m];
@@ -353,7 +359,11 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     // The capture times every fold; one without a window (a malformed
     // record) cannot be ordered against the others.
     if (!e.start_ns) p.info.fidelity = Fidelity::kAmbiguous;
-    if (st.emitted_fold_end[m] >= start && st.emitted_fold_cpu[m] != e.cpu) {
+    // A fold emitted before that read `count` before this add is ordered.
+    const bool emitted_before =
+        st.emitted_fold_seq[m] && st.emitted_fold_seq[m] < add_after_seq;
+    if (st.emitted_fold_end[m] >= start && st.emitted_fold_cpu[m] != e.cpu &&
+        !emitted_before) {
       ++stats_.late_overlaps;
       p.info.fidelity = Fidelity::kAmbiguous;
     }
@@ -373,10 +383,11 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     if (moved == 0 && slot.value != 0 && (e.flags & RSS_EVF_OWNER)) {
       absorbed_since = std::min(since, std::max(slot.after_ns, task_since));
       if (st.emitted_fold_end[m] >= absorbed_since &&
-          st.emitted_fold_cpu[m] != e.cpu && st.emitted_fold_task[m] != e.tid)
+          st.emitted_fold_cpu[m] != e.cpu && st.emitted_fold_task[m] != e.tid &&
+          !emitted_before)
         p.info.fidelity = Fidelity::kAmbiguous;
     }
-    mark_overlaps(p, since, absorbed_since);
+    mark_overlaps(p, since, absorbed_since, add_after_seq);
     if (late && e.aux == st.count[m]) st.unexplained_end[m] = 0;
   }
   if (e.aux != st.count[m] && !st.unexplained_end[m]) {
@@ -397,6 +408,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
   slot.value = e.slot;
   slot.known = true;
   slot.after_ns = earliest_of(e);
+  slot.after_seq = p.seq + 1;
   p.update.delta = static_cast<int32_t>(delta);
 }
 
@@ -508,11 +520,15 @@ void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
 // Flags `fold` and every held-back fold of the same counter on another CPU
 // whose window overlaps its own, [since_ns, end], or for another task's
 // fold [other_task_since_ns, end]: which of them moved `count` first is
-// unknown. Walks the counter's chain of held-back folds, newest first, and
-// stops at one that ended more than grace_ns before: older ones cannot
-// overlap (they ended before their successors reserved).
+// unknown. Unless the sequence orders them: a fold that read `count` before
+// taking its number, earlier than the record at `add_after_seq` that came
+// before `fold`'s add, holds no part of that add, and `fold`'s record,
+// later, reads all of it. Walks the counter's chain of held-back folds,
+// newest first, and stops at one that ended more than grace_ns before:
+// older ones cannot overlap (they ended before their successors reserved).
 void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns,
-                                       uint64_t other_task_since_ns) {
+                                       uint64_t other_task_since_ns,
+                                       uint64_t add_after_seq) {
   const uint64_t head_seq = pushed_ - size_;
   for (uint64_t next = fold.prev_fold; next > head_seq;) {
     Pending& p = at(next - 1 - head_seq);
@@ -521,7 +537,8 @@ void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns,
     // so every record before one that ended max_span_ns_ before `since`
     // ended before it too.
     if (p.end_ns + max_span_ns_ + kLateSlackNs < other_task_since_ns) break;
-    if (p.update.cpu == fold.update.cpu) continue;
+    if (p.update.cpu == fold.update.cpu || read_before_add(p, add_after_seq))
+      continue;
     // Another task's fold may have landed before its record started by up
     // to an interrupt's length (the add re-enables interrupts before the
     // tracepoint): near misses between tasks are flagged too. One task's
@@ -599,6 +616,7 @@ void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {
         st.emitted_fold_end[m] = p.end_ns;
         st.emitted_fold_cpu[m] = p.update.cpu;
         st.emitted_fold_task[m] = p.update.task;
+        st.emitted_fold_seq[m] = p.count_steady ? p.seq + 1 : 0;
       }
       // A stream from before 6.2 carries the kernel's own syncs instead.
       if (p.update.by_owner() && p.info.faults && !p.info.task_cache) {

@@ -266,8 +266,10 @@ class DeltaReconstructor {
     bool faults_known = false;
     // No later than the end of its latest update of its own mm (or its
     // birth): its next add comes after. (Only owner updates need it, so
-    // only those pay the lookup.)
+    // only those pay the lookup.) And that update's place in the stream
+    // (Pending::seq + 1; 0: none).
     uint64_t since_ns = 0;
+    uint64_t since_seq = 0;
     // Before 6.2: its rss_stat cache of its own mm, known since its birth,
     // exec or sync; the members whose sync record came and whose fold into
     // the atomic has not, and how much each folds.
@@ -286,6 +288,10 @@ class DeltaReconstructor {
     // No later than the start of this CPU's last record of the counter:
     // its next add comes after.
     uint64_t after_ns = 0;
+    // That record's place in the stream (Pending::seq + 1; 0: none). A
+    // locked add runs to its record with its CPU held: every earlier
+    // record of the CPU came before the add.
+    uint64_t after_seq = 0;
     // An unlocked add may have gone into this slot since its CPU's last
     // record: its next record is flagged.
     bool suspect = false;
@@ -330,6 +336,7 @@ class DeltaReconstructor {
     std::array<uint64_t, kMembers> emitted_fold_end{};
     std::array<uint32_t, kMembers> emitted_fold_cpu{};
     std::array<uint32_t, kMembers> emitted_fold_task{};
+    std::array<uint64_t, kMembers> emitted_fold_seq{};  // seq + 1 if steady
     // The end of the last emitted update per member, to count an unlocked
     // add that came too late to flag what it upset.
     std::array<uint64_t, kMembers> emitted_update_end{};
@@ -363,6 +370,9 @@ class DeltaReconstructor {
     };
     Type type = Type::kUpdate;
     bool fold = false;  // kUpdate whose slot came back to zero
+    // A fold whose `count` was read before its sequence number was taken
+    // (RSS_EVF_COUNT_STEADY): no add after a later record is in it.
+    bool count_steady = false;
     // A fold: seq + 1 of the previous fold of its mm and member (0: none).
     uint64_t prev_fold = 0;
     // Before 6.2, a kUpdate or kCacheFold that moved its atomic: its
@@ -399,6 +409,7 @@ class DeltaReconstructor {
   struct OwnerUpdate {
     TaskState& task;
     uint64_t since;
+    uint64_t since_seq;
   };
   OwnerUpdate owner_update(const rss_event& e, Pending& p);
   // Before 6.2 (capture/task_cache_update.cc): a cached or atomic update,
@@ -443,7 +454,13 @@ class DeltaReconstructor {
   // An owner update of `st` on e.cpu: that CPU runs `st` now.
   void note_running(MmState& st, const rss_event& e);
   void mark_overlaps(Pending& fold, uint64_t since_ns,
-                     uint64_t other_task_since_ns);
+                     uint64_t other_task_since_ns, uint64_t add_after_seq);
+  // Whether the fold `p`, before the add of a record whose add came after
+  // the record at `add_after_seq` (Pending::seq + 1), read a `count` that
+  // cannot hold that add: ordered by the sequence, not by time.
+  static bool read_before_add(const Pending& p, uint64_t add_after_seq) {
+    return p.count_steady && p.seq + 1 < add_after_seq;
+  }
   // An update whose add took no lock to its record (see
   // ReconstructorOptions::preemptible): flags it, the held-back updates
   // of its counter since its task's previous record, and the next record
@@ -454,6 +471,14 @@ class DeltaReconstructor {
   // (__DO_TRACE, include/linux/tracepoint.h): a depth above that is a
   // lock (a page-table lock on every fault path) held since before the
   // add.
+  // Its opposite, where the depth is known or the kernel never preempts
+  // kernel code: the add and the record ran with the CPU held.
+  bool locked_add(const rss_event& e) const {
+    constexpr uint8_t kTracepointDepth = 1;
+    return !options_.preemptible ||
+           ((e.preempt & RSS_PREEMPT_KNOWN) &&
+            (e.preempt & ~RSS_PREEMPT_KNOWN) > kTracepointDepth);
+  }
   bool unlocked_add(const rss_event& e) const {
     constexpr uint8_t kTracepointDepth = 1;
     return options_.preemptible && (e.preempt & RSS_PREEMPT_KNOWN) &&

@@ -103,11 +103,16 @@ class FakeKernel {
     e.kind = RSS_EV_UPDATE;
     e.member = static_cast<uint8_t>(member);
     e.flags = flags;
+    // Nothing runs between its two reads of `count` here.
+    if (steady_ && e.slot == 0) e.flags |= RSS_EVF_COUNT_STEADY;
     return e;
   }
 
   // Every later record is by this one task, wherever it runs.
   void single_task(uint32_t tid) { single_tid_ = tid; }
+  // Records that leave their slot at zero say that `count` was what they
+  // show before they took their number, as the capture's do.
+  void mark_steady_counts() { steady_ = true; }
   int64_t count(int member) const { return count_[member]; }
   // What /proc/PID/status shows: `count` plus every slot.
   int64_t precise(int member) const {
@@ -123,6 +128,7 @@ class FakeKernel {
  private:
   int32_t batch_;
   uint32_t single_tid_ = 0;
+  bool steady_ = false;
   int64_t count_[kMembers] = {};
   std::vector<int32_t> slots_;
 };
@@ -306,9 +312,11 @@ TEST(DeltaReconstructor, NearMissFoldsOfTwoTasksAreFlagged) {
 // tracepoint, CPU0 folds and reads both folds in `count`; CPU1's record,
 // long after, shows its slot at zero and `count` unmoved. A fold of 33 and
 // a return to zero of -31 explain the records as well as two folds of 1:
-// both are flagged, whatever the time between them.
+// both are flagged, whatever the time between them. The sequence does not
+// order them: CPU0's record came after CPU1's last one before its add.
 TEST(DeltaReconstructor, AFoldTakenIntoAnotherCpusFoldIsFlagged) {
   FakeKernel kernel(2);
+  kernel.mark_steady_counts();
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
   uint64_t t = 1000;
@@ -347,8 +355,9 @@ TEST(DeltaReconstructor, AReturnToZeroWithNoFoldElsewhereIsExact) {
 // looks back only to the latest of those folds: another CPU's fold before
 // it cannot have read this CPU's add, one after it can.
 std::vector<Recorded> return_to_zero_after_an_untimed_record(
-    bool other_fold_last) {
+    bool other_fold_last, bool steady = false) {
   FakeKernel kernel(2);
+  if (steady) kernel.mark_steady_counts();
   DeltaReconstructor r(two_cpus());
   RecordingSink sink;
   uint64_t t = 1'000'000;
@@ -380,6 +389,17 @@ TEST(DeltaReconstructor, AReturnToZeroAfterAnotherCpusLaterFoldIsFlagged) {
   EXPECT_EQ(u[5].info.fidelity, Fidelity::kAmbiguous);
   EXPECT_EQ(u[3].info.fidelity, Fidelity::kAmbiguous);  // the other fold
   EXPECT_EQ(u[2].info.fidelity, Fidelity::kExact);
+}
+
+// The same, with the other CPU's fold read before it took its number (as
+// the capture tells since RSS_EVF_COUNT_STEADY): its number is before the
+// untimed record that came before the return to zero's add, so its
+// `count` cannot hold that add, whatever the times. Both are exact.
+TEST(DeltaReconstructor, AReturnToZeroAfterAFoldTheSequenceOrdersIsExact) {
+  const auto u = return_to_zero_after_an_untimed_record(true, true);
+  ASSERT_EQ(u.size(), 6u);
+  EXPECT_EQ(u[5].update.delta, -1);
+  for (const Recorded& x : u) EXPECT_EQ(x.info.fidelity, Fidelity::kExact);
 }
 
 TEST(DeltaReconstructor, MmFromBeforeTheCaptureHasNoBaselinePerCpu) {
