@@ -140,8 +140,10 @@ class BpfCapture {
   // Records one poll hands over at most, after which the loop serves its
   // other work: 32 768 took 0.13 s of wall time with 10 000 processes and
   // 32 threads faulting on 2 CPUs (2.8 us a record then), where 131 072
-  // held the loop 0.37 s after a stop (bench/memory_budget.sh).
-  static constexpr uint32_t kMaxPerPoll = 1 << 15;
+  // held the loop 0.37 s after a stop (bench/memory_budget.sh); but under
+  // the full soak's mass exit (load ~270, the daemon a share of a CPU)
+  // 25 000 records took 0.54 s, and a query waited behind two such turns.
+  static constexpr uint32_t kMaxPerPoll = 1 << 13;
 
   // Hands the published records, at most kMaxPerPoll (producers can
   // outpace one drain: the loop then serves its timers and comes back), to

@@ -372,7 +372,7 @@ class Daemon {
     if (!s) last_store_code_ = s.error().code;
     say_dropped_rows();
     if (!s) return;
-    if (store_->pending_rows() > 0) return post_flush();  // the next piece
+    if (store_->unwritten()) return post_flush();  // the next piece
     const uint64_t now = monotonic_ns();
     growth_.add(now, store_->grown_bytes());
     if (retained_ns_ == 0 || now - retained_ns_ >= kRetentionPeriodNs) {

@@ -446,53 +446,25 @@ Result<void, StoreError> Store::write_batch(size_t max_pieces) {
     alive_ns_ = realtime_ns();
     run_dirty_ = true;
   }
-  if (pending_rows() == 0 && dirty_processes_.empty() && !run_dirty_ &&
-      dropped_unrecorded_ == 0) {
-    return {};
-  }
+  if (!unwritten()) return {};
   if (Result<void, StoreError> r = follow_the_path(); !r) return kept(r);
   if (Result<void, StoreError> r = check_not_frozen(); !r) return kept(r);
-  // First the run and the processes, which the rows refer to, and the
-  // losses and gaps, which say what is missing: small, and needed by all
-  // the rest.
-  Result<void, StoreError> s =
-      transaction(fmt::format("writing {} processes and {} losses",
-                              dirty_processes_.size(), losses_.size()),
-                  [&] { return write_heads(); });
-  if (!s) return kept(s);
-  run_dirty_ = false;
-  seen_cache_id_ = 0;  // exited processes leave the cache below
-  for (int64_t id : dirty_processes_) {
-    const auto it = processes_.find(id);
-    it->second.dirty = false;
-    it->second.stored = true;
-    if (it->second.exit_ns) {
-      ids_.erase(it->second.id);
-      processes_.erase(it);
-    }
-  }
-  dirty_processes_.clear();
-  losses_.clear();
-  gaps_.clear();
-  dropped_unrecorded_ = 0;
-  // Then the rows, a piece per transaction: a disk with room for part of a
-  // batch kept through a long failure takes that part now, the rest later,
-  // where one transaction of it all would fail as long as the room is short.
-  for (size_t written = 0; pending_rows() > 0 && written < max_pieces;
-       ++written) {
+  // A piece per transaction: a disk with room for part of a batch kept
+  // through a long failure takes that part now, the rest later, where one
+  // transaction of it all would fail as long as the room is short.
+  for (size_t written = 0; unwritten() && written < max_pieces; ++written) {
     Pieces piece;
-    s = transaction(fmt::format("writing {} rows", pending_rows()),
-                    [&] { return write_piece(piece); });
+    Result<void, StoreError> s = transaction(
+        fmt::format("writing {} processes and {} rows",
+                    dirty_processes_.size(), pending_rows()),
+        [&] { return write_piece(piece); });
     if (!s && s.error().code == StoreError::Code::kFull) {
       // The WAL holds the pieces written so far: moved into the database
       // and truncated, it leaves the room it took for the next flush.
       (void)db_->exec("PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
     }
     if (!s) return kept(s);
-    samples_.erase(samples_.begin(), samples_.begin() + piece.samples);
-    model_errors_.erase(model_errors_.begin(),
-                        model_errors_.begin() + piece.model_errors);
-    anomalies_.erase(anomalies_.begin(), anomalies_.begin() + piece.anomalies);
+    forget_written(piece);
   }
   // What this flush added to the data; a failed measure adds nothing.
   if (const Result<uint64_t, StoreError> used = measure_used_bytes(); used) {
@@ -500,6 +472,33 @@ Result<void, StoreError> Store::write_batch(size_t max_pieces) {
     used_bytes_ = *used;
   }
   return {};
+}
+
+bool Store::unwritten() const {
+  return pending_rows() > 0 || !dirty_processes_.empty() || run_dirty_ ||
+         dropped_unrecorded_ > 0;
+}
+
+void Store::forget_written(const Pieces& piece) {
+  run_dirty_ = false;
+  losses_.clear();
+  gaps_.clear();
+  dropped_unrecorded_ = 0;
+  if (piece.processes > 0) seen_cache_id_ = 0;  // exits leave the cache
+  for (size_t i = 0; i < piece.processes; ++i) {
+    const auto it = processes_.find(dirty_processes_.back());
+    dirty_processes_.pop_back();
+    it->second.dirty = false;
+    it->second.stored = true;
+    if (it->second.exit_ns) {
+      ids_.erase(it->second.id);
+      processes_.erase(it);
+    }
+  }
+  samples_.erase(samples_.begin(), samples_.begin() + piece.samples);
+  model_errors_.erase(model_errors_.begin(),
+                      model_errors_.begin() + piece.model_errors);
+  anomalies_.erase(anomalies_.begin(), anomalies_.begin() + piece.anomalies);
 }
 
 Result<void, StoreError> Store::kept(Result<void, StoreError> failed) const {
@@ -577,7 +576,7 @@ Result<void, StoreError> Store::check_not_frozen() const {
   return {};
 }
 
-Result<void, StoreError> Store::write_heads() {
+Result<void, StoreError> Store::write_heads(Pieces& piece, size_t room) {
   const std::string_view what = "writing the batch";
   Result<void, StoreError> s;
   if (run_dirty_) {
@@ -602,7 +601,9 @@ Result<void, StoreError> Store::write_heads() {
       q.bind_optional(13, std::nullopt);
     if (s = db_->run(q, what); !s) return s;
   }
-  for (int64_t id : dirty_processes_) {
+  piece.processes = std::min(room, dirty_processes_.size());
+  for (size_t i = 0; i < piece.processes; ++i) {
+    const int64_t id = dirty_processes_[dirty_processes_.size() - 1 - i];
     const Process& p = processes_.at(id);
     if (p.stored) {
       Statement& update = sql_[kUpdateProcess];
@@ -663,8 +664,14 @@ Result<void, StoreError> Store::write_heads() {
 
 Result<void, StoreError> Store::write_piece(Pieces& piece) {
   const std::string_view what = "writing the batch";
-  Result<void, StoreError> s;
   size_t room = kPieceRows;
+  // First the run and the processes, which the rows refer to, and the
+  // losses and gaps, which say what is missing; the rows once every
+  // process is written.
+  Result<void, StoreError> s = write_heads(piece, room);
+  if (!s) return s;
+  room -= piece.processes;
+  if (piece.processes < dirty_processes_.size()) return s;
   const auto take = [&room](size_t available) {
     const size_t n = std::min(room, available);
     room -= n;

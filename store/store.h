@@ -102,11 +102,12 @@ class Store {
   void add_loss(const LossRow& row);
   void add_sampling_gap(const SamplingGap& gap);
 
-  // Writes the batch: the run with its heartbeat (now), processes, losses
-  // and sampling gaps in one transaction, then the rows kPieceRows per
-  // transaction, at most `max_pieces` of them: the daemon writes a large
-  // batch a piece per turn of its loop, answering between pieces, and
-  // pending_rows() says what is left. What a failure leaves
+  // Writes the batch in pieces of kPieceRows writes, a transaction each,
+  // at most `max_pieces` of them: first the run with its heartbeat (now),
+  // the losses and sampling gaps, and the processes, which the rows refer
+  // to; then the rows. The daemon writes a large batch a piece per turn of
+  // its loop, answering between pieces, and unwritten() says whether
+  // anything is left. What a failure leaves
   // unwritten is kept and retried by the next flush; rows already stored
   // are never touched. A database file deleted since the last flush is
   // noticed first: the store goes on in a new file at the path, writes the
@@ -127,6 +128,8 @@ class Store {
 
   // Rows waiting for a successful flush.
   size_t pending_rows() const;
+  // Anything waiting for a flush: rows, processes, the run's heartbeat.
+  bool unwritten() const;
   // A kind of row passed a quarter of max_pending_rows while the last flush
   // succeeded: flush now, lest a tick of a large host reach the bound. False
   // while flushes fail (the next one is the timer's, not one per tick).
@@ -210,7 +213,10 @@ class Store {
   };
 
   // What a row-writing transaction took from the front of each kind.
+  // What one transaction of a flush wrote besides the run, losses and
+  // gaps: the last `processes` of dirty_processes_, then rows.
   struct Pieces {
+    size_t processes = 0;
     size_t samples = 0;
     size_t model_errors = 0;
     size_t anomalies = 0;
@@ -235,8 +241,12 @@ class Store {
   Result<uint64_t, StoreError> measure_used_bytes();
   // flush() but for the record of its success.
   Result<void, StoreError> write_batch(size_t max_pieces);
-  Result<void, StoreError> write_heads();
+  // One transaction's writes: the heads and at most `room` processes, then
+  // (once no process waits) rows, kPieceRows writes in all.
   Result<void, StoreError> write_piece(Pieces& piece);
+  Result<void, StoreError> write_heads(Pieces& piece, size_t room);
+  // Drops from the batch what a committed piece wrote.
+  void forget_written(const Pieces& piece);
   // `failed`, saying how many rows wait for the next flush.
   Result<void, StoreError> kept(Result<void, StoreError> failed) const;
   // Begins a new database when the open file was deleted; an error when

@@ -969,13 +969,15 @@ TEST(StoreCrash, KilledMidWriteReopensCleanlyLosingAtMostTheLastBatch) {
         kCrashRound, kCrashStride, round);
     // Every acknowledged batch whole, and at most one more: the one being
     // written at the kill, whole or in whole pieces (each piece is a
-    // transaction of its own), never a part of a piece.
+    // transaction of its own), never a part of a piece. The batch's first
+    // piece carries the process too (the batch moved its last-seen time):
+    // one row fewer.
     EXPECT_EQ(db.num(fmt::format("SELECT count(*) FROM ({}) WHERE n != {} "
                                  "AND b <= {}",
                                  batches, kCrashBatch, acked)),
               0);
     EXPECT_EQ(db.num(fmt::format("SELECT count(*) FROM ({}) WHERE n != {} "
-                                 "AND n % {} != 0",
+                                 "AND (n + 1) % {} != 0",
                                  batches, kCrashBatch, Store::kPieceRows)),
               0);
     const int64_t stored = db.num("SELECT count(*) FROM (" + batches + ")");
@@ -1340,17 +1342,50 @@ TEST(StoreBacklog, AFlushOfOnePieceWritesThatPieceAndKeepsTheRest) {
   const int64_t rows = 2 * Store::kPieceRows + 10;
   for (int64_t i = 0; i < rows; ++i) store->add_sample(make_sample(p, i, i));
   ASSERT_TRUE(store->flush(1).has_value());
-  EXPECT_EQ(sample_count(path), int64_t{Store::kPieceRows});
-  EXPECT_EQ(store->pending_rows(), size_t(rows) - Store::kPieceRows);
+  // The process, then rows: kPieceRows writes.
+  const int64_t first = int64_t{Store::kPieceRows} - 1;
+  EXPECT_EQ(sample_count(path), first);
+  EXPECT_EQ(store->pending_rows(), size_t(rows - first));
   RawDb db(path, SQLITE_OPEN_READONLY);
   EXPECT_EQ(db.num("SELECT count(*) FROM processes"), 1);
-  EXPECT_EQ(db.num("SELECT max(time_ns) FROM samples"),
-            int64_t{Store::kPieceRows} - 1);
+  EXPECT_EQ(db.num("SELECT max(time_ns) FROM samples"), first - 1);
   ASSERT_TRUE(store->flush(1).has_value());
   ASSERT_TRUE(store->flush(1).has_value());
   EXPECT_EQ(store->pending_rows(), 0u);
   EXPECT_EQ(sample_count(path), rows);
   EXPECT_EQ(store->dropped_rows(), 0u);
+}
+
+// A mass exit leaves thousands of processes to write: they go a piece at a
+// time too, before any row that may refer to them.
+TEST(StoreBacklog, ThousandsOfProcessesAreWrittenAPieceAtATimeBeforeTheRows) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store = open_store(path);
+  store->begin_run(test_run());
+  const int64_t processes = 2 * Store::kPieceRows + 5;
+  for (int64_t i = 0; i < processes; ++i) {
+    const int64_t p = store->upsert_process(
+        {static_cast<uint32_t>(i + 1), 1}, "a", "/", i);
+    store->add_sample(make_sample(p, i, i));
+  }
+  RawDb db(path, SQLITE_OPEN_READONLY);
+  for (int64_t piece = 1; piece <= 2; ++piece) {
+    ASSERT_TRUE(store->flush(1).has_value());
+    EXPECT_TRUE(store->unwritten());
+    EXPECT_EQ(db.num("SELECT count(*) FROM processes"),
+              piece * int64_t{Store::kPieceRows});
+    EXPECT_EQ(sample_count(path), 0) << "rows wait for every process";
+  }
+  ASSERT_TRUE(store->flush(1).has_value());
+  EXPECT_EQ(db.num("SELECT count(*) FROM processes"), processes);
+  EXPECT_EQ(sample_count(path), int64_t{Store::kPieceRows} - 5);
+  ASSERT_TRUE(store->flush(2).has_value());
+  EXPECT_FALSE(store->unwritten());
+  EXPECT_EQ(sample_count(path), processes);
+  EXPECT_EQ(db.num("SELECT count(*) FROM samples s LEFT JOIN processes p "
+                   "ON p.id = s.process_id WHERE p.id IS NULL"),
+            0);
 }
 
 // ------------------------------------------------------- runs and growth --
