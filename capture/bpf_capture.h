@@ -151,7 +151,12 @@ class BpfCapture {
   // many. `now_ns`: CLOCK_MONOTONIC, read before. No allocation, no syscall.
   template <class Fn>
   int poll(uint64_t now_ns, Fn&& fn) {
-    return static_cast<int>(streams_->consume(kMaxPerPoll, now_ns, fn));
+    return poll(now_ns, kMaxPerPoll, fn);
+  }
+  // The same, at most `max` records.
+  template <class Fn>
+  int poll(uint64_t now_ns, uint32_t max, Fn&& fn) {
+    return static_cast<int>(streams_->consume(max, now_ns, fn));
   }
   // The last poll stopped at a record still being written
   // (StreamReader::held_back()).

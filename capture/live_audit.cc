@@ -28,10 +28,21 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   // Its records are in the streams before the poll below reads them.
   if (SnapshotIterator* iterator = capture_->snapshots())
     passes_.step(*iterator, reconstructor_, polled_ns, caught_up_);
-  const auto n =
-      static_cast<uint64_t>(capture_->poll(polled_ns, [&](const rss_event& e) {
-        reconstructor_.on_event(e, sink);
-      }));
+  // At most kMaxPerPoll records, and for no longer than kDrainBudgetNs:
+  // on a loaded host a record takes tens of microseconds of wall time (42
+  // in the soak's mass exit, the daemon a share of a CPU), and the loop
+  // answers queries between drains. The clock is read once per chunk.
+  uint64_t n = 0;
+  bool full = false;
+  do {
+    const auto got = static_cast<uint64_t>(
+        capture_->poll(polled_ns, kDrainChunk, [&](const rss_event& e) {
+          reconstructor_.on_event(e, sink);
+        }));
+    n += got;
+    full = got == kDrainChunk;
+  } while (full && n < BpfCapture::kMaxPerPoll &&
+           monotonic_ns() - polled_ns < kDrainBudgetNs);
   records_ += n;
   reconstructor_.on_drops(capture_->drops());
   // Every record published before polled_ns has been handed over only if
@@ -39,11 +50,14 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   // nor at a record still being written (which may have started before
   // polled_ns, its CPU taken from it mid-program). Until then the
   // reconstructor waits, and no snapshot pass starts.
-  const bool behind = n >= BpfCapture::kMaxPerPoll;
+  const bool behind = full;
   caught_up_ = !behind && !capture_->held_back();
   if (caught_up_) {
     reconstructor_.advance(polled_ns, sink);
     caught_up_ns_ = polled_ns;
+    unseen_ends_.apply(polled_ns, [this](const MmKey& key) {
+      reconstructor_.end_unseen(key);
+    });
   }
   const uint64_t now = monotonic_ns();
   next_poll_ns_ =

@@ -12,6 +12,7 @@
 #include "capture/delta_reconstructor.h"
 #include "capture/poll_pacing.h"
 #include "capture/snapshot_passes.h"
+#include "capture/unseen_ends.h"
 
 namespace rssaudit {
 
@@ -23,7 +24,8 @@ class LiveAudit {
             uint64_t max_poll_ns);
 
   // Hands the records published so far, at most one slice
-  // (BpfCapture::kMaxPerPoll), through the reconstructor to `sink`, lets
+  // (BpfCapture::kMaxPerPoll, kDrainBudgetNs), through the reconstructor to
+  // `sink`, lets
   // out what every CPU has shown to be complete, and runs a part of a
   // snapshot pass (SnapshotPasses) for the mms whose values are unknown,
   // placed before the poll. No allocation per record; returns the records
@@ -33,10 +35,15 @@ class LiveAudit {
   uint64_t drain(ReconstructorSink& sink);
   // The end of the stream: every update still held back goes to `sink`.
   void flush(ReconstructorSink& sink) { reconstructor_.flush(sink); }
-  // An mm whose process is gone though its exit_mmap record never came
-  // (DeltaReconstructor::end_unseen()); its end reaches the sink with the
-  // next drain.
-  bool end_unseen(const MmKey& key) { return reconstructor_.end_unseen(key); }
+  // An mm whose process was found gone at `gone_ns` (CLOCK_MONOTONIC)
+  // though its exit_mmap record has not come: ended unseen
+  // (DeltaReconstructor::end_unseen()) by the first drain that has handed
+  // over every record published before then (UnseenEnds), unless that
+  // record came; its end reaches the sink with the events held back
+  // before it.
+  void end_unseen(const MmKey& key, uint64_t gone_ns) {
+    unseen_ends_.add(key, gone_ns);
+  }
 
   // How long to sleep before the next drain, from the last drain's rate;
   // 0 while behind.
@@ -55,8 +62,12 @@ class LiveAudit {
   const SnapshotPassStats& snapshot_stats() const { return passes_.stats(); }
 
  private:
+  static constexpr uint32_t kDrainChunk = 1024;
+  static constexpr uint64_t kDrainBudgetNs = 50'000'000;
+
   std::unique_ptr<BpfCapture> capture_;
   DeltaReconstructor reconstructor_;
+  UnseenEnds unseen_ends_;
   SnapshotPasses passes_;
   const PollPacing pacing_;
   uint64_t records_ = 0;

@@ -25,6 +25,7 @@
 #include "daemon/live_view_builder.h"
 #include "daemon/loop_delay.h"
 #include "daemon/metrics_server.h"
+#include "daemon/proc_labels.h"
 #include "daemon/sampling_progress.h"
 #include "daemon/service_notifier.h"
 #include "daemon/summary_log.h"
@@ -82,6 +83,7 @@ class Daemon {
           if (recorder_.tick_open()) return;  // the previous one goes on
           note_sampling_progress();
           drain();
+          proc_labels_.begin_tick();
           recorder_.begin_tick(pipeline_, realtime_ns());
           sample_slice(false);
         });
@@ -230,18 +232,22 @@ class Daemon {
     return h;
   }
   LiveView view(const LabelScope& scope) {
+    proc_labels_.begin_view();
     return build_live_view(
         pipeline_, health(),
         [this](uint64_t mm, uint32_t tgid) -> std::optional<ProcessLabels> {
           if (const RecordedIdentity* id = recorder_.identity(mm))
             return ProcessLabels{id->start_ticks, id->comm, id->cgroup};
           // Not recorded (filtered out, or not sampled yet): /proc.
-          const IdentityResult who = sampler_.identify(tgid);
-          if (!who.stat) return std::nullopt;
-          ProcessLabels l{who.stat->start_time, who.stat->comm, {}};
-          if (who.cgroup && who.cgroup->v2_path)
-            l.cgroup = *who.cgroup->v2_path;
-          return l;
+          return proc_labels_.lookup(
+              mm, tgid, [this](uint32_t pid) -> std::optional<ProcessLabels> {
+                const IdentityResult who = sampler_.identify(pid);
+                if (!who.stat) return std::nullopt;
+                ProcessLabels l{who.stat->start_time, who.stat->comm, {}};
+                if (who.cgroup && who.cgroup->v2_path)
+                  l.cgroup = *who.cgroup->v2_path;
+                return l;
+              });
         },
         [this](int64_t bound) { return recorder_.quiet_processes(bound); },
         scope);
@@ -286,8 +292,9 @@ class Daemon {
       boost::asio::post(io_, [this] { sample_slice(true); });
       return;
     }
+    const uint64_t now = monotonic_ns();
     for (const MmKey& key : recorder_.take_ended_unseen())
-      live_.end_unseen(key);
+      live_.end_unseen(key, now);
     note_rate();
     flush_if_backlog_high();
     notifier_.status(status_line());
@@ -535,6 +542,7 @@ class Daemon {
   boost::asio::io_context io_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
+  ProcLabels proc_labels_;
   boost::asio::steady_timer poll_timer_, summary_timer_, stop_timer_,
       sample_timer_, flush_timer_, watchdog_timer_, probe_timer_;
   LoopDelay loop_delay_;
@@ -551,7 +559,10 @@ int run_daemon(const std::vector<std::string>& args) {
     return loaded.error().exit_code;
   }
   const DaemonOptions& options = *loaded;
-  auto store = Store::open(options.db, StoreOptions{});
+  // A piece of history at most ~50 ms of the loop's time, like a drain
+  // and a slice of sampling.
+  auto store =
+      Store::open(options.db, StoreOptions{.piece_budget_ns = 50'000'000});
   if (!store) {
     fmt::print(stderr, "rssauditd: {}\n", store.error().message);
     return 1;

@@ -576,7 +576,8 @@ Result<void, StoreError> Store::check_not_frozen() const {
   return {};
 }
 
-Result<void, StoreError> Store::write_heads(Pieces& piece, size_t room) {
+Result<void, StoreError> Store::write_heads(Pieces& piece,
+                                           PieceBudget& budget) {
   const std::string_view what = "writing the batch";
   Result<void, StoreError> s;
   if (run_dirty_) {
@@ -601,9 +602,10 @@ Result<void, StoreError> Store::write_heads(Pieces& piece, size_t room) {
       q.bind_optional(13, std::nullopt);
     if (s = db_->run(q, what); !s) return s;
   }
-  piece.processes = std::min(room, dirty_processes_.size());
-  for (size_t i = 0; i < piece.processes; ++i) {
-    const int64_t id = dirty_processes_[dirty_processes_.size() - 1 - i];
+  for (; piece.processes < dirty_processes_.size() && budget.left();
+       ++piece.processes, budget.wrote()) {
+    const int64_t id =
+        dirty_processes_[dirty_processes_.size() - 1 - piece.processes];
     const Process& p = processes_.at(id);
     if (p.stored) {
       Statement& update = sql_[kUpdateProcess];
@@ -664,32 +666,24 @@ Result<void, StoreError> Store::write_heads(Pieces& piece, size_t room) {
 
 Result<void, StoreError> Store::write_piece(Pieces& piece) {
   const std::string_view what = "writing the batch";
-  size_t room = kPieceRows;
+  PieceBudget budget(kPieceRows, options_.piece_budget_ns);
   // First the run and the processes, which the rows refer to, and the
   // losses and gaps, which say what is missing; the rows once every
   // process is written.
-  Result<void, StoreError> s = write_heads(piece, room);
-  if (!s) return s;
-  room -= piece.processes;
-  if (piece.processes < dirty_processes_.size()) return s;
-  const auto take = [&room](size_t available) {
-    const size_t n = std::min(room, available);
-    room -= n;
-    return n;
-  };
-  piece.samples = take(samples_.size());
-  piece.model_errors = take(model_errors_.size());
-  piece.anomalies = take(anomalies_.size());
+  Result<void, StoreError> s = write_heads(piece, budget);
+  if (!s || piece.processes < dirty_processes_.size()) return s;
   Statement& sample = sql_[kInsertSample];
-  for (size_t i = 0; i < piece.samples; ++i) {
-    const SampleRow& row = samples_[i];
+  for (; piece.samples < samples_.size() && budget.left();
+       ++piece.samples, budget.wrote()) {
+    const SampleRow& row = samples_[piece.samples];
     bind_sample(sample, 1, row);
     sample.bind_optional(kSampleColumnCount + 1, rss_drift(row));
     if (s = db_->run(sample, what); !s) return s;
   }
   Statement& model = sql_[kInsertModelError];
-  for (size_t i = 0; i < piece.model_errors; ++i) {
-    const ModelErrorRow& row = model_errors_[i];
+  for (; piece.model_errors < model_errors_.size() && budget.left();
+       ++piece.model_errors, budget.wrote()) {
+    const ModelErrorRow& row = model_errors_[piece.model_errors];
     model.bind(1, row.process_id);
     model.bind(2, row.start_ns);
     model.bind(3, row.end_ns);
@@ -706,8 +700,9 @@ Result<void, StoreError> Store::write_piece(Pieces& piece) {
     if (s = db_->run(model, what); !s) return s;
   }
   Statement& anomaly = sql_[kInsertAnomaly];
-  for (size_t i = 0; i < piece.anomalies; ++i) {
-    const PendingAnomaly& a = anomalies_[i];
+  for (; piece.anomalies < anomalies_.size() && budget.left();
+       ++piece.anomalies, budget.wrote()) {
+    const PendingAnomaly& a = anomalies_[piece.anomalies];
     anomaly.bind(1, a.run_id);
     anomaly.bind_optional(2, a.row.process_id);
     anomaly.bind(3, a.row.time_ns);

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "os/clock.h"
 #include "store/store_db.h"
 #include "store/store_rows.h"
 
@@ -38,6 +39,10 @@ struct StoreOptions {
   // dropped. ~400 bytes per sample. While flushes succeed the batch may pass
   // it within one tick: the caller flushes from a quarter of it on.
   size_t max_pending_rows = size_t{1} << 16;
+  // A piece of a flush (Store::flush) ends early once it has taken this
+  // long (0: never), read every Store::kPieceBudgetEvery writes: under load the
+  // daemon's queries wait for at most one piece.
+  uint64_t piece_budget_ns = 0;
 };
 
 // The kinds of rows the batch holds, each bounded on its own.
@@ -119,6 +124,8 @@ class Store {
   // Under the soak's full load (3 000 processes, a fork storm, the daemon
   // a third of 2 CPUs) a piece of 4096 rows took the loop 0.23-0.36 s.
   static constexpr size_t kPieceRows = 1024;
+  // How many writes apart a piece reads the clock for its time budget.
+  static constexpr size_t kPieceBudgetEvery = 64;
 
   // Deletes rows older than `now_ns - max_age`, then the oldest rows until
   // the data fits in max_bytes. The file keeps its size: SQLite reuses the
@@ -241,10 +248,32 @@ class Store {
   Result<uint64_t, StoreError> measure_used_bytes();
   // flush() but for the record of its success.
   Result<void, StoreError> write_batch(size_t max_pieces);
-  // One transaction's writes: the heads and at most `room` processes, then
-  // (once no process waits) rows, kPieceRows writes in all.
+  // What a piece may still write: `writes`, until `budget_ns` (0: no
+  // limit) has passed.
+  class PieceBudget {
+   public:
+    static constexpr size_t kEvery = kPieceBudgetEvery;
+    PieceBudget(size_t writes, uint64_t budget_ns)
+        : left_(writes),
+          deadline_ns_(budget_ns ? monotonic_ns() + budget_ns : 0) {}
+    bool left() {
+      if (left_ > 0 && deadline_ns_ && done_ > 0 && done_ % kEvery == 0 &&
+          monotonic_ns() >= deadline_ns_)
+        left_ = 0;
+      return left_ > 0;
+    }
+    void wrote() { --left_, ++done_; }
+
+   private:
+    size_t left_;
+    size_t done_ = 0;
+    uint64_t deadline_ns_;
+  };
+  // One transaction's writes: the heads and processes, then (once no
+  // process waits) rows, kPieceRows writes in all, or fewer at the end
+  // of StoreOptions::piece_budget_ns.
   Result<void, StoreError> write_piece(Pieces& piece);
-  Result<void, StoreError> write_heads(Pieces& piece, size_t room);
+  Result<void, StoreError> write_heads(Pieces& piece, PieceBudget& budget);
   // Drops from the batch what a committed piece wrote.
   void forget_written(const Pieces& piece);
   // `failed`, saying how many rows wait for the next flush.

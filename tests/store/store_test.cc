@@ -1388,6 +1388,30 @@ TEST(StoreBacklog, ThousandsOfProcessesAreWrittenAPieceAtATimeBeforeTheRows) {
             0);
 }
 
+// With a time budget a piece ends early, in whole writes, and the next
+// piece goes on where it stopped: a budget of 1 ns ends each piece at its
+// first check, after kPieceBudgetEvery writes.
+TEST(StoreBacklog, APieceEndsAtItsTimeBudgetAndTheNextGoesOn) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  std::unique_ptr<Store> store =
+      open_store(path, StoreOptions{.piece_budget_ns = 1});
+  store->begin_run(test_run());
+  const int64_t p = store->upsert_process({1, 1}, "a", "/", 0);
+  const int64_t rows = 200;
+  for (int64_t i = 0; i < rows; ++i) store->add_sample(make_sample(p, i, i));
+  constexpr int64_t kEvery = Store::kPieceBudgetEvery;
+  ASSERT_TRUE(store->flush(1).has_value());
+  EXPECT_EQ(sample_count(path), kEvery - 1) << "the process was one write";
+  ASSERT_TRUE(store->flush(1).has_value());
+  EXPECT_EQ(sample_count(path), 2 * kEvery - 1);
+  ASSERT_TRUE(store->flush().has_value());
+  EXPECT_FALSE(store->unwritten());
+  EXPECT_EQ(sample_count(path), rows);
+  RawDb db(path, SQLITE_OPEN_READONLY);
+  EXPECT_EQ(db.num("SELECT count(DISTINCT time_ns) FROM samples"), rows);
+}
+
 // ------------------------------------------------------- runs and growth --
 
 // A run left unended (rssauditd killed: no end_run, no last flush) is
