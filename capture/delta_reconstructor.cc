@@ -298,7 +298,7 @@ void DeltaReconstructor::on_update(const rss_event& e) {
     return;
   }
   ++stats_.updates;
-  if (!(e.preempt & RSS_PREEMPT_KNOWN)) ++stats_.depth_unknown;
+  if (!depth_known(e)) ++stats_.depth_unknown;
   const uint64_t start = start_of(e), end = end_of(e);
   MmState& st = update_mm(e);
   const int m = e.member;

@@ -466,23 +466,28 @@ class DeltaReconstructor {
   // of its counter since its task's previous record, and the next record
   // of every other CPU's slot.
   void on_unlocked_add(Pending& p, MmState& st, uint64_t since_ns);
-  // The record's add took no lock to it, on a kernel that may preempt
-  // there. A tracepoint runs its probes with preemption disabled once
+  // A tracepoint runs its probes with preemption disabled once
   // (__DO_TRACE, include/linux/tracepoint.h): a depth above that is a
   // lock (a page-table lock on every fault path) held since before the
-  // add.
-  // Its opposite, where the depth is known or the kernel never preempts
-  // kernel code: the add and the record ran with the CPU held.
-  bool locked_add(const rss_event& e) const {
-    constexpr uint8_t kTracepointDepth = 1;
-    return !options_.preemptible ||
-           ((e.preempt & RSS_PREEMPT_KNOWN) &&
-            (e.preempt & ~RSS_PREEMPT_KNOWN) > kTracepointDepth);
+  // add. Unknown (0): neither locked nor unlocked on a preemptible kernel.
+  static constexpr uint8_t kTracepointDepth = 1;
+  static bool depth_known(const rss_event& e) {
+    return e.preempt & RSS_PREEMPT_KNOWN;
   }
+  static uint8_t depth(const rss_event& e) {
+    return e.preempt & ~RSS_PREEMPT_KNOWN;
+  }
+  // The record's add took no lock to it, on a kernel that may preempt
+  // there.
   bool unlocked_add(const rss_event& e) const {
-    constexpr uint8_t kTracepointDepth = 1;
-    return options_.preemptible && (e.preempt & RSS_PREEMPT_KNOWN) &&
-           (e.preempt & ~RSS_PREEMPT_KNOWN) <= kTracepointDepth;
+    return options_.preemptible && depth_known(e) &&
+           depth(e) <= kTracepointDepth;
+  }
+  // The add and the record ran with the CPU held: a lock was held, or the
+  // kernel never preempts kernel code.
+  bool locked_add(const rss_event& e) const {
+    return !options_.preemptible ||
+           (depth_known(e) && depth(e) > kTracepointDepth);
   }
   void emit_ready(ReconstructorSink& sink, bool all);
   void emit_oldest(ReconstructorSink& sink);

@@ -24,9 +24,9 @@ class LiveAudit {
             uint64_t max_poll_ns);
 
   // Hands the records published so far, at most one slice
-  // (BpfCapture::kMaxPerPoll, kDrainBudgetNs), through the reconstructor to
-  // `sink`, lets
-  // out what every CPU has shown to be complete, and runs a part of a
+  // (BpfCapture::kMaxPerPoll records, kDrainBudgetNs), through the
+  // reconstructor to `sink`, lets out what every CPU has shown to be
+  // complete, and runs a part of a
   // snapshot pass (SnapshotPasses) for the mms whose values are unknown,
   // placed before the poll. No allocation per record; returns the records
   // taken. A drain that left records behind asks to be called again at

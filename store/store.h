@@ -252,12 +252,11 @@ class Store {
   // limit) has passed.
   class PieceBudget {
    public:
-    static constexpr size_t kEvery = kPieceBudgetEvery;
     PieceBudget(size_t writes, uint64_t budget_ns)
         : left_(writes),
           deadline_ns_(budget_ns ? monotonic_ns() + budget_ns : 0) {}
     bool left() {
-      if (left_ > 0 && deadline_ns_ && done_ > 0 && done_ % kEvery == 0 &&
+      if (left_ > 0 && deadline_ns_ && done_ > 0 && done_ % kPieceBudgetEvery == 0 &&
           monotonic_ns() >= deadline_ns_)
         left_ = 0;
       return left_ > 0;
