@@ -1,7 +1,9 @@
 // The daemon polls the capture's streams on a timer: the BPF side never wakes
 // it (wake-ups cost 3.5 us per event, docs/kernel.md); the period adapts to the
 // rate (capture/poll_pacing.h). Everything runs on one Boost.Asio thread, so no
-// state here needs a lock.
+// state here needs a lock; the long work (drains, sampling slices, history
+// pieces) runs a piece at a time between the handlers (BackgroundWork), so
+// that queries, scrapes and signals never wait behind a queue of it.
 #include "daemon/daemon.h"
 
 // clang-format off
@@ -19,6 +21,7 @@
 #include "capture/live_audit.h"
 #include "capture/recording.h"
 #include "core/formats/openmetrics.h"
+#include "daemon/background_work.h"
 #include "daemon/control_server.h"
 #include "daemon/daemon_options.h"
 #include "daemon/history_recorder.h"
@@ -74,22 +77,27 @@ class Daemon {
     every(
         poll_timer_, [this] { return double(live_.next_poll_ns()) / 1e9; },
         [this] {
-          drain();
-          flush_if_backlog_high();
+          background_.post("drain", [this] {
+            drain();
+            flush_if_backlog_high();
+          });
         });
     every(
         sample_timer_, [this] { return options_.sample_s; },
         [this] {
-          if (recorder_.tick_open()) return;  // the previous one goes on
-          note_sampling_progress();
-          drain();
-          proc_labels_.begin_tick();
-          recorder_.begin_tick(pipeline_, realtime_ns());
-          sample_slice(false);
+          background_.post("tick", [this] {
+            if (recorder_.tick_open()) return;  // the previous one goes on
+            note_sampling_progress();
+            drain();
+            proc_labels_.begin_tick();
+            recorder_.begin_tick(pipeline_, realtime_ns());
+            post_slice();
+          });
         });
     every(
-        flush_timer_, [this] { return options_.flush_s; },
-        [this] { flush_store(); });
+        flush_timer_, [this] { return options_.flush_s; }, [this] {
+          background_.post("flush", [this] { flush_store(); });
+        });
     schedule_summaries();
     probe_loop();
     if (const auto ping = notifier_.watchdog_interval(); ping.count() > 0)
@@ -120,7 +128,7 @@ class Daemon {
                options_.pid ? fmt::format(" pid {}", options_.pid) : "",
                store_->path(), options_.config);
     notifier_.ready(status_line());
-    io_.run();
+    run_with_background(io_, background_);
     return exit_code_;
   }
 
@@ -279,19 +287,18 @@ class Daemon {
                double(gap->end_ns - gap->start_ns) / 1e9);
   }
   // One slice of the open sampling tick, at most kSampleSliceNs of /proc
-  // reads; the next is posted behind whatever the loop has to answer. A
-  // later slice drains first, so its samples pair /proc with the capture
-  // of the same moment.
-  void sample_slice(bool drain_first) {
+  // reads, each after whatever the loop has to answer. A slice drains
+  // first, so its samples pair /proc with the capture of the same moment.
+  void post_slice() {
+    background_.post("slice", [this] { sample_slice(); });
+  }
+  void sample_slice() {
     note_sampling_progress();
-    if (drain_first) drain();
+    drain();
     const uint64_t until = monotonic_ns() + kSampleSliceNs;
     const bool done = recorder_.continue_tick(pipeline_, realtime_ns(), until);
     note_sampling_progress();
-    if (!done) {
-      boost::asio::post(io_, [this] { sample_slice(true); });
-      return;
-    }
+    if (!done) return post_slice();
     const uint64_t now = monotonic_ns();
     for (const MmKey& key : recorder_.take_ended_unseen())
       live_.end_unseen(key, now);
@@ -308,12 +315,7 @@ class Daemon {
   }
   // A flush after what already waits in the loop (a query, a scrape).
   void post_flush() {
-    if (flush_posted_) return;
-    flush_posted_ = true;
-    boost::asio::post(io_, [this] {
-      flush_posted_ = false;
-      flush_store();
-    });
+    background_.post("flush", [this] { flush_store(); });
   }
   // Measures how late the loop serves a timer (LoopDelay).
   void probe_loop() {
@@ -528,7 +530,6 @@ class Daemon {
   uint64_t reopened_ = 0;
   uint64_t retained_ns_ = 0;  // monotonic time retention was last applied
   GrowthRate growth_;
-  bool flush_posted_ = false;
   std::array<bool, kRowKinds> said_dropped_{};
   SamplingProgress progress_;
   uint64_t sampling_gaps_ = 0;
@@ -540,6 +541,7 @@ class Daemon {
   double events_per_s_ = 0;
   ServiceNotifier notifier_;
   boost::asio::io_context io_;
+  BackgroundWork background_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   ProcLabels proc_labels_;
