@@ -137,6 +137,11 @@ struct DbState {
   bool exists = false;
   std::optional<int> schema_version;
   std::string status;  // why it cannot be read, or empty
+  // Absent, readable, or one rssauditd would upgrade (an older schema,
+  // none yet) or open as root (a reader without the permission): false
+  // for a file rssauditd refuses too (a FIFO, a device, a directory,
+  // corrupt, another program's, a newer schema).
+  bool usable = true;
 };
 
 DbState probe_database(const std::string& path) {
@@ -146,10 +151,16 @@ DbState probe_database(const std::string& path) {
   if (!d.exists) return d;
   // Read-only: a check must never create, upgrade or lock the history.
   auto db = rssaudit::Database::open(path, rssaudit::Database::Mode::kReadOnly);
-  if (db)
+  if (db) {
     d.schema_version = latest_schema_version();
-  else
-    d.status = db.error().message;
+    return d;
+  }
+  d.status = db.error().message;
+  using Code = StoreError::Code;
+  const Code code = db.error().code;
+  d.usable = code == Code::kOlder || code == Code::kBusy ||
+             (code == Code::kIo && access(path.c_str(), R_OK) != 0 &&
+              errno == EACCES);
   return d;
 }
 
@@ -371,7 +382,8 @@ void print_json(const Report& r) {
                                ? nlohmann::json(*r.db.schema_version)
                                : nlohmann::json(nullptr)},
         {"error", r.db.status.empty() ? nlohmann::json(nullptr)
-                                      : nlohmann::json(r.db.status)}}},
+                                      : nlohmann::json(r.db.status)},
+        {"usable", r.db.usable}}},
       {"socket",
        {{"path", r.socket_path},
         {"exists", r.socket.exists},
@@ -577,9 +589,16 @@ void check(const CheckOptions& o) {
     print_json(r);
   else
     print_human(r, o.query.unit());
+  std::vector<std::string> failed;
   if (!r.blockers.empty())
-    throw std::runtime_error(fmt::format("cannot capture on this host: {}",
-                                         fmt::join(r.blockers, "; ")));
+    failed.push_back(fmt::format("cannot capture on this host: {}",
+                                 fmt::join(r.blockers, "; ")));
+  // rssauditd would refuse this --db at its start: a failed check too.
+  if (!r.db.usable)
+    failed.push_back(
+        fmt::format("the history database cannot be used: {}", r.db.status));
+  if (!failed.empty())
+    throw std::runtime_error(fmt::format("{}", fmt::join(failed, "; ")));
 }
 
 }  // namespace

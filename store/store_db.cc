@@ -240,13 +240,13 @@ Result<int64_t, StoreError> Database::checked_version(Mode mode, int version) {
   }
   if (v > latest) {
     return fail(
-        StoreError::Code::kVersion,
+        StoreError::Code::kNewer,
         fmt::format("{}: schema version {} is newer than this "
                     "rssaudit build supports ({}); use a newer rssaudit",
                     path_, v, latest));
   }
   if (mode == Mode::kReadOnly && v != version) {
-    return fail(StoreError::Code::kVersion,
+    return fail(StoreError::Code::kOlder,
                 v == 0 ? fmt::format("{}: no rssaudit history yet (empty "
                                      "database); run rssauditd --db {} first",
                                      path_, path_)

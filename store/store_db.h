@@ -31,7 +31,8 @@ struct StoreError {
     kIo,        // SQLITE_IOERR, SQLITE_CANTOPEN
     kCorrupt,   // SQLITE_CORRUPT, SQLITE_NOTADB
     kBusy,      // locked by another connection or another rssauditd
-    kVersion,   // schema newer (or, read-only, older) than this build's
+    kNewer,     // schema newer than this build's: left alone
+    kOlder,     // read-only: schema older (or none yet); rssauditd upgrades it
     kForeign,   // a database that is not rssaudit's
     kOther,
   };

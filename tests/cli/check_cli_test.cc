@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -206,12 +207,39 @@ TEST(CheckCli, ReportsTheDatabaseSchemaVersion) {
     EXPECT_NE(oj["database"]["error"].get<std::string>().find("older"),
               std::string::npos);
   }
+  // rssauditd upgrades it: no reason for check to fail.
+  EXPECT_EQ(oj["database"]["usable"], true);
+  EXPECT_EQ(o.exit_code, oj["can_capture"] ? 0 : 1) << o.err;
   EXPECT_EQ(std::filesystem::file_size(old_db), size);
   for (const auto& p : {db, old_db}) {
     std::filesystem::remove(p);
     std::filesystem::remove(p.string() + "-wal");
     std::filesystem::remove(p.string() + "-shm");
   }
+}
+
+// A --db rssauditd would refuse at its start (a FIFO, another program's
+// file) fails the check, named, at once: the exit code said only whether
+// the capture could run, and a FIFO passed as 0.
+TEST(CheckCli, ADatabaseRssauditdWouldRefuseFailsTheCheckNamingIt) {
+  const auto fifo = temp_path("rssaudit-check-fifo-");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto foreign = temp_path("rssaudit-check-foreign-");
+  std::ofstream(foreign) << "not a database, not empty either\n";
+  for (const auto& [path, says] :
+       {std::pair{fifo, fifo.string() + ": cannot read: a FIFO"},
+        std::pair{foreign, foreign.string()}}) {
+    const auto r = run_command(kCli + " check --json --db " + path.string() +
+                               " --socket /nonexistent/control.sock");
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["database"]["usable"], false) << path;
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("the history database cannot be used: " + says),
+              std::string::npos)
+        << r.err;
+  }
+  std::filesystem::remove(fifo);
+  std::filesystem::remove(foreign);
 }
 
 TEST(CheckCli, SaysWhetherTheSocketAcceptsConnections) {

@@ -378,7 +378,7 @@ TEST(StoreSchema, DatabaseFromTheFutureIsRefusedNamingBothVersions) {
                                std::to_string(latest_schema_version()) + ")";
   Result<std::unique_ptr<Store>, StoreError> s = Store::open(path, {});
   ASSERT_FALSE(s.has_value());
-  EXPECT_EQ(s.error().code, Code::kVersion);
+  EXPECT_EQ(s.error().code, Code::kNewer);
   EXPECT_EQ(s.error().message.find(path), 0u) << s.error().message;
   EXPECT_NE(s.error().message.find(versions), std::string::npos)
       << s.error().message;
@@ -398,7 +398,7 @@ TEST(StoreSchema, ReaderRefusesAnOlderSchemaInsteadOfUpgradingIt) {
   Result<std::unique_ptr<StoreReader>, StoreError> r =
       StoreReader::open_read_only(path);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, Code::kVersion);
+  EXPECT_EQ(r.error().code, Code::kOlder);
   EXPECT_NE(r.error().message.find(path), std::string::npos);
   EXPECT_EQ(RawDb(path).num("PRAGMA user_version"), 0);
 }
