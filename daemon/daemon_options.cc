@@ -1,8 +1,6 @@
 #include "daemon/daemon_options.h"
 
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +13,7 @@
 #include "core/formats/config_file.h"
 #include "core/formats/help_formatter.h"
 #include "core/formats/option_checks.h"
+#include "os/path_files.h"
 #include "os/unique_fd.h"
 
 namespace rssaudit {
@@ -146,24 +145,21 @@ void parse(CLI::App& app, std::vector<std::string> args) {
   app.parse(args);
 }
 
-// The text of the config file at `path`: a regular file of at most
-// kMaxConfigBytes. Opened without blocking, so a FIFO given as the config
-// is refused instead of freezing the daemon (at start or on SIGHUP), and
-// /dev/zero is refused instead of read until memory runs out.
+// The text of the config file at `path`: a regular file (open_input_file:
+// a FIFO given as the config is refused instead of freezing the daemon at
+// start or on SIGHUP) of at most kMaxConfigBytes (/dev/zero is refused
+// anyway, a growing file is not read until memory runs out).
 Result<std::string> config_text(const std::string& path) {
+  constexpr std::string_view doing = "cannot read config file";
+  Result<UniqueFd, Error> fd = open_input_file(path, doing);
+  if (!fd) return unexpected(std::move(fd).error());
   const auto fail = [&](std::string why) {
-    return unexpected(
-        Error{fmt::format("{}: cannot read config file: {}", path, why)});
+    return unexpected(Error{fmt::format("{}: {}: {}", path, doing, why)});
   };
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return fail(std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
   std::string text;
   char buf[4096];
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    const ssize_t n = ::read(fd->get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail(std::strerror(errno));
     if (n == 0) return text;

@@ -77,9 +77,9 @@ inline Result<UniqueFd, Error> open_output_file(const std::string& path,
 }
 
 // Opens `path` to read: only a regular file (symbolic links followed: a
-// reader creates nothing).
-inline Result<UniqueFd, Error> open_input_file(const std::string& path) {
-  constexpr std::string_view doing = "cannot read";
+// reader creates nothing). `doing` leads the reason in an error.
+inline Result<UniqueFd, Error> open_input_file(
+    const std::string& path, std::string_view doing = "cannot read") {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return unexpected(open_error(path, doing, errno));
   return regular_only(std::move(fd), path, doing);

@@ -124,10 +124,11 @@ TEST_F(DaemonOptionsTest, OnlyARegularFileOfAtMostOneMiBIsRead) {
     EXPECT_EQ(r.error().exit_code, 1);
     EXPECT_EQ(r.error().message, path + ": cannot read config file: " + why);
   };
-  refused("/dev/zero", "not a regular file");
-  refused(std::filesystem::temp_directory_path(), "not a regular file");
+  refused("/dev/zero", "a device, not a regular file");
+  refused(std::filesystem::temp_directory_path(),
+          "a directory, not a regular file");
   ASSERT_EQ(mkfifo(path_.c_str(), 0600), 0);
-  refused(path_, "not a regular file");  // returns: no writer is waited for
+  refused(path_, "a FIFO, not a regular file");  // no writer is waited for
   std::filesystem::remove(path_);
   write("# " + std::string(kMaxConfigBytes, 'x') + "\n");
   refused(path_, "larger than 1048576 bytes");
