@@ -513,8 +513,10 @@ void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
   if (since_ns && st.emitted_update_task[m] != p.update.task &&
       st.emitted_update_end[m] + kLateSlackNs >= since_ns)
     ++stats_.late_overlaps;
-  for (uint32_t cpu = 0; cpu < options_.nr_cpus; ++cpu)
-    if (cpu != p.update.cpu) st.slots.at(cpu)[m].suspect = true;
+  SlotState& own = st.slots.at(p.update.cpu)[m];
+  const bool own_suspect = own.suspect;
+  st.slots.update_all([m](auto& slots) { slots[m].suspect = true; });
+  own.suspect = own_suspect;
 }
 
 // Flags `fold` and every held-back fold of the same counter on another CPU

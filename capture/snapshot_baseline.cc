@@ -15,7 +15,6 @@
 //   that stayed off its CPU gives its cache; the others' caches become
 //   known at their next sync. The mm's value is the atomic plus every one
 //   of its tasks' caches, known when the last of them is.
-#include <numeric>
 
 #include "capture/delta_reconstructor.h"
 
@@ -58,11 +57,6 @@ void DeltaReconstructor::apply_percpu_snapshot(MmState& st,
     stats_.snapshot_raced += kMembers;
     return;
   }
-  std::array<std::vector<int32_t>, kMembers> slots;
-  for (auto& v : slots) v.assign(options_.nr_cpus, 0);
-  for (const rss_snapshot_slot& slot : s.slots)
-    if (slot.cpu < options_.nr_cpus && slot.member < kMembers)
-      slots[slot.member][slot.cpu] = slot.value;
   uint8_t members = 0;
   std::array<std::optional<int64_t>, kMembers> values{}, counts{};
   for (int m = 0; m < kMembers; ++m) {
@@ -75,15 +69,24 @@ void DeltaReconstructor::apply_percpu_snapshot(MmState& st,
     st.count[m] = count;
     st.count_known[m] = true;
     st.unexplained_end[m] = 0;
-    for (uint32_t cpu = 0; cpu < options_.nr_cpus; ++cpu) {
-      SlotState& slot = st.slots.at(cpu)[m];
-      slot.value = slots[m][cpu];
+    // Every CPU's slot known from this moment, 0 unless the snapshot
+    // holds it: memory for the CPUs it names only, whatever the CPU count.
+    st.slots.update_all([&](auto& slots) {
+      SlotState& slot = slots[m];
+      slot.value = 0;
       slot.known = true;
       slot.snapped = true;
       slot.after_ns = time;
-    }
+    });
+    for (const rss_snapshot_slot& slot : s.slots)  // the last of a CPU wins
+      if (slot.member == m && slot.cpu < options_.nr_cpus &&
+          (slot.value != 0 || st.slots.get(slot.cpu)[m].value != 0))
+        st.slots.at(slot.cpu)[m].value = slot.value;
+    int64_t value = count;
+    st.slots.for_each_allocated(
+        [&](uint32_t, const auto& slots) { value += slots[m].value; });
     st.synced[m] = true;
-    values[m] = std::accumulate(slots[m].begin(), slots[m].end(), count);
+    values[m] = value;
     counts[m] = count;
     members |= static_cast<uint8_t>(1u << m);
     ++stats_.snapshot_members;

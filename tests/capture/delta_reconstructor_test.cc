@@ -1,6 +1,7 @@
 #include "capture/delta_reconstructor.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <sched.h>
 
 #include <cstdlib>
@@ -1113,6 +1114,43 @@ int64_t sum_of_deltas(const RecordingSink& sink) {
   int64_t sum = 0;
   for (const Recorded& u : sink.updates()) sum += u.update.delta;
   return sum;
+}
+
+// A recording's header may claim any CPU count up to 8 192: what an mm
+// costs follows the CPUs its records and snapshot name, not that count. A
+// snapshot made every CPU's slot known, and an unlocked add made every
+// other CPU's suspect, by writing each: 1 MB an mm at 8 192 CPUs.
+TEST(DeltaReconstructor, AnMmCostsMemoryForTheCpusItsRecordsNameOnly) {
+  constexpr uint32_t kCpus = 8192;
+  FakeKernel kernel(kCpus);
+  for (int i = 0; i < 45; ++i) kernel.add(i % 2 ? 8000 : 0, kAnonPages, 1, 0);
+  ReconstructorOptions options = two_cpus();
+  options.nr_cpus = kCpus;
+  DeltaReconstructor r(options);
+  SnapshotQueue queue;
+  RecordingSink sink;
+  r.read_snapshots_from(&queue);
+  const size_t heap_before = mallinfo2().uordblks;
+  uint64_t t = 1'000'000;
+  const int m = kAnonPages;
+  r.on_event(by(kernel.add(0, m, 1, t), 7, 2), sink);
+  auto [marker, values] = snapshot_of(kernel, kCpus, 1, t += 1000);
+  queue.push(values);
+  r.on_event(marker, sink);
+  r.on_event(by(kernel.add(8000, m, 1, t += 1000), 8, 2), sink);
+  kernel.add(100, m, 1, t += 1000);  // task 7, unlocked, no record
+  r.on_event(by(kernel.record(0, m, t += 1000, 0, RSS_EVF_OWNER), 7, 1), sink);
+  r.on_event(by(kernel.add(100, m, 1, t += 10'000), 8, 2), sink);
+  r.on_event(by(kernel.add(5000, m, 1, t += 1000), 8, 2), sink);
+  const size_t grown = mallinfo2().uordblks - heap_before;
+  r.flush(sink);
+  EXPECT_EQ(r.stats().snapshot_members, uint64_t{kMembers});
+  EXPECT_EQ(r.stats().unlocked, 1u);
+  // CPUs 0, 100, 5000 and 8000: three chunks of 64 CPUs, 8 KiB each.
+  EXPECT_LT(grown, size_t{64} << 10) << "bytes for one mm at 8 192 CPUs";
+  const auto f = fidelities(sink);
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f.back(), Fidelity::kAmbiguous) << "CPU 5000: suspect, unwritten";
 }
 
 // A preemptible kernel: task 7 adds on CPU 1 without a lock, is preempted,

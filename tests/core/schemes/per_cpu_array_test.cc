@@ -48,6 +48,15 @@ TEST(PerCpuArray, FillSetsWrittenAndUnwrittenCpus) {
   EXPECT_EQ(a.get(128), 9);
 }
 
+TEST(PerCpuArray, UpdateAllReachesEveryCpuAndAllocatesNothing) {
+  PerCpuArray<int> a(8192, 1);
+  a.at(4000) = 5;
+  a.update_all([](int& v) { v *= 10; });
+  EXPECT_EQ(a.get(4000), 50);
+  EXPECT_EQ(a.get(8191), 10) << "an unallocated CPU";
+  EXPECT_EQ(allocated_cpus(a).size(), 64u) << "CPU 4000's chunk only";
+}
+
 TEST(PerCpuArray, FewerCpusThanAChunk) {
   PerCpuArray<int> a(2);
   a.at(1) = 4;
