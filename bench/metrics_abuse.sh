@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What scrapers asking as fast as they can cost rssauditd: its CPU (user +
 # system, points of one CPU) over SECONDS with no scraper, then with LOOPS
-# loops of curl scraping /metrics back to back, with PROCESSES live
-# processes and --metrics-processes 1000 (the largest body). The daemon
-# renders each format at most once a second (min_render_interval), so
-# the loops should move its CPU by a few points at most.
+# scrapers asking /metrics back to back (loops of curl; long-lived
+# kept-alive clients), with PROCESSES live processes and
+# --metrics-processes 1000 (the largest body). The daemon renders each
+# format at most once a second (min_render_interval) and holds a scrape
+# over its peer's limit to the next second, so the loops should move its
+# CPU by a few points at most.
 # Usage (root): bench/metrics_abuse.sh BUILD [LOOPS] [PROCESSES] [SECONDS]
 # (BUILD: a build directory with rssauditd and soak_workload.)
 set -euo pipefail
@@ -47,14 +49,47 @@ sleep 15  # every process audited and sampled once
 bytes=$(curl -s "http://127.0.0.1:$port/metrics" | wc -c)
 echo "scrape body: $bytes bytes"
 echo "daemon CPU, no scraper: $(cpu_points) points"
-for _ in $(seq "$loops"); do
-  (while :; do curl -s "http://127.0.0.1:$port/metrics" >/dev/null; done) &
-  pids+=($!)
-done
-sleep 1
-echo "daemon CPU, $loops scrape loops: $(cpu_points) points"
-for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-pids=()
+# Each phase's loops run for it, then are killed.
+phase() {  # WHAT COMMAND...: the daemon's CPU while LOOPS copies run
+  local what=$1 p
+  shift
+  for _ in $(seq "$loops"); do
+    "$@" &
+    pids+=($!)
+  done
+  sleep 1
+  echo "daemon CPU, $loops $what: $(cpu_points) points"
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  wait "${pids[@]}" 2>/dev/null || true
+  pids=()
+}
+# A curl per scrape is a process per scrape, which the daemon audits: the
+# same loops asking a closed port show what that churn costs by itself.
+curl_loop() { while :; do curl -s "$1" >/dev/null; done; }
+phase "curl loops on a closed port (the churn alone)" curl_loop "http://127.0.0.1:1/"
+phase "curl loops scraping" curl_loop "http://127.0.0.1:$port/metrics"
+# A long-lived client asking back to back on a kept-alive connection,
+# opening another when the daemon closes it: no churn, every request
+# served (a 429 at once took the daemon from 6 to 34 points).
+cat >"$dir/scrape.py" <<'PY'
+import http.client, sys
+port = int(sys.argv[1])
+conn = None
+while True:
+    try:
+        if conn is None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/metrics")
+        r = conn.getresponse()
+        r.read()
+        if r.will_close:
+            conn.close(); conn = None
+    except Exception:
+        if conn is not None:
+            conn.close()
+        conn = None
+PY
+phase "kept-alive clients scraping" python3 "$dir/scrape.py" "$port"
 echo "daemon CPU, no scraper again: $(cpu_points) points"
 kill -TERM "$pid"
 wait "$pid" || true

@@ -10,8 +10,9 @@
 // request, number of open connections. Garbage gets a 4xx or a closed socket,
 // never a crash. Idle clients cannot delay a scrape: when every slot is
 // taken, a newcomer displaces a connection waiting for a request — first one
-// that has sent nothing of it, then one part-way through it; within each, the
-// one that has waited longest. A connection being answered is never
+// holding a throttled scrape's 429, then one that has sent nothing of it,
+// then one part-way through it; within each, the one that has waited
+// longest. A connection being answered is never
 // displaced: only when all of them are does the newcomer get a 503.
 #pragma once
 
@@ -49,9 +50,10 @@ struct MetricsServerOptions {
   // renders.
   std::chrono::milliseconds min_render_interval{1'000};
   // Scrapes of /metrics answered per peer address in one second; beyond,
-  // 429 Too Many Requests (a few bytes): writing the body to clients
-  // asking back to back still cost a few points of a CPU. A Prometheus
-  // pair on one host scrapes far less often.
+  // 429 Too Many Requests (a few bytes) at the start of the next second
+  // (writing the body to clients asking back to back still cost a few
+  // points of a CPU, and an immediate 429 to a kept-alive client 28).
+  // A Prometheus pair on one host scrapes far less often.
   size_t max_scrapes_per_peer_second = 10;
 };
 
