@@ -332,8 +332,20 @@ Unexpected<StoreError> Database::error(int rc, std::string_view what) const {
       os_errno != 0) {
     detail += fmt::format(" ({})", std::strerror(os_errno));
   }
+  StoreError::Code code = code_of(rc);
+  if (code == StoreError::Code::kIo) io_failed_ = true;
+  // An ext4 shut down under a running rssauditd gave "disk I/O error",
+  // then "database disk image is malformed" at every later flush, of a
+  // file that passed integrity_check once mounted again.
+  if (code == StoreError::Code::kCorrupt && io_failed_) {
+    code = StoreError::Code::kIo;
+    detail =
+        "disk I/O error: the file system failed under it (SQLite then "
+        "read pages it could not make sense of); the file itself may be "
+        "intact, PRAGMA integrity_check says once its disk is back";
+  }
   return unexpected(
-      StoreError{code_of(rc), fmt::format("{}: {}: {}", path_, what, detail)});
+      StoreError{code, fmt::format("{}: {}: {}", path_, what, detail)});
 }
 
 void bind_sample(Statement& s, int first, const SampleRow& row) {

@@ -110,7 +110,8 @@ class Database {
   int64_t total_changes() const;
 
   // The error of SQLite result `rc` for this file while doing `what`,
-  // ready to return.
+  // ready to return. "Malformed" after an I/O error of this connection is
+  // that I/O error: SQLite read what the failing file system gave it.
   Unexpected<StoreError> error(int rc, std::string_view what) const;
 
  private:
@@ -123,6 +124,8 @@ class Database {
 
   std::string path_;
   sqlite3* db_;
+  // An I/O error was returned on this connection (error()).
+  mutable bool io_failed_ = false;
 };
 
 // The samples columns of SampleRow, from process_id to drift_unknown

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 
 #include "capture/bpf_capture.h"
 #include "store/store_queries.h"
+#include "tests/kernel/capture_support.h"
 #include "tests/support/run_command.h"
 
 namespace rssaudit {
@@ -199,6 +201,107 @@ TEST(DaemonDisk, FullDiskIsReportedAuditingGoesOnAndWritingResumes) {
   EXPECT_GE(samples_between(db, freed, INT64_MAX), 1) << "rows from after";
   // The rows kept in memory while the disk was full were written too.
   EXPECT_GE(samples_between(db, filled, freed), 1) << "rows from meanwhile";
+  fs::remove(log);
+}
+
+// An ext4 image on a loop device, mounted for the test; shut down (as a
+// failing disk or `xfs_io -c shutdown` does) at will.
+class LoopExt4 {
+ public:
+  LoopExt4() {
+    std::string templ = fs::temp_directory_path() / "rssaudit-ext4-XXXXXX";
+    dir_ = mkdtemp(templ.data());
+    image_ = dir_ + ".img";
+    const auto made = testing::run_command(
+        "truncate -s 32M " + image_ + " && mkfs.ext4 -q -F " + image_ +
+        " 2>&1 && mount -o loop " + image_ + " " + dir_ + " 2>&1");
+    if (made.exit_code != 0) {
+      error_ = made.out;
+      return;
+    }
+    mounted_ = true;
+  }
+  ~LoopExt4() {
+    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+    fs::remove_all(dir_);
+    fs::remove(image_);
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& error() const { return error_; }
+  fs::path path(const char* name) const { return fs::path(dir_) / name; }
+  // EXT4_IOC_SHUTDOWN, EXT4_GOING_FLAGS_DEFAULT (what was written is synced
+  // first, as a disk that fails after it did): every later read and
+  // write of the file system fails with EIO.
+  bool shut_down() const {
+    const int fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY);
+    uint32_t flags = 0;
+    const bool ok = fd >= 0 && ioctl(fd, _IOR('X', 125, uint32_t), &flags) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+  }
+  // Unmounted and mounted again: what the disk holds.
+  bool remount() {
+    umount2(dir_.c_str(), 0);
+    mounted_ = testing::run_command("mount -o loop " + image_ + " " + dir_)
+                   .exit_code == 0;
+    return mounted_;
+  }
+
+ private:
+  std::string dir_, image_, error_;
+  bool mounted_ = false;
+};
+
+// A file system failing under the database is an I/O error, said as one
+// at every flush: after the first "disk I/O error" SQLite read pages the
+// failing ext4 gave it and said "database disk image is malformed", of a
+// file intact on the disk. The rows written before are there once it is
+// mounted again.
+TEST(DaemonDisk, AFileSystemShutDownUnderItIsAnIoErrorNotACorruptFile) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, mount)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  LoopExt4 disk;
+  if (!disk.mounted())
+    RSSAUDIT_HOST_SKIP(
+        ("cannot mount an ext4 image on a loop device: " + disk.error())
+            .c_str());
+  const std::string db = disk.path("rssaudit.db");
+  const std::string log =
+      fs::temp_directory_path() /
+      ("rssaudit-ext4-" + std::to_string(getpid()) + ".log");
+  const pid_t workload = start_workload();
+  const pid_t daemon = start_daemon(db, log);
+  auto err = [&] { return testing::slurp(log); };
+  ASSERT_TRUE(eventually(
+      [&] { return fs::exists(db) && samples_between(db, 0, INT64_MAX) >= 2; },
+      8s))
+      << err();
+  const int64_t shut = wall_now_ns();
+  ASSERT_TRUE(disk.shut_down()) << std::strerror(errno);
+  // Several flushes fail (every 0.2 s).
+  ASSERT_TRUE(eventually(
+      [&] { return err().find("history not written") != std::string::npos; },
+      5s))
+      << err();
+  std::this_thread::sleep_for(1500ms);
+  kill(daemon, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(daemon, &status, 0), daemon);
+  kill(workload, SIGKILL);
+  waitpid(workload, nullptr, 0);
+  const std::string said = err();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1)
+      << "rows left unwritten: exit 1\n" << said;
+  EXPECT_EQ(said.find("malformed"), std::string::npos) << said;
+  EXPECT_NE(said.find(db + ": writing"), std::string::npos) << said;
+  EXPECT_NE(said.find("disk I/O error"), std::string::npos) << said;
+  ASSERT_TRUE(disk.remount());
+  auto reader = StoreReader::open_read_only(db);
+  ASSERT_TRUE(reader.has_value()) << reader.error().message;
+  auto before = reader.value()->count_samples(0, shut);
+  ASSERT_TRUE(before.has_value()) << before.error().message;
+  EXPECT_GE(*before, 2) << "rows from before";
   fs::remove(log);
 }
 
