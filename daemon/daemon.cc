@@ -14,6 +14,8 @@
 
 #include <boost/asio.hpp>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <optional>
 
 #include "capture/audit_pipeline.h"
@@ -21,6 +23,7 @@
 #include "capture/live_audit.h"
 #include "capture/recording.h"
 #include "core/formats/openmetrics.h"
+#include "core/procfs/proc_mountinfo.h"
 #include "daemon/background_work.h"
 #include "daemon/control_server.h"
 #include "daemon/daemon_options.h"
@@ -39,6 +42,13 @@
 
 namespace rssaudit {
 namespace {
+
+// procfs_hidepid() of this process's mounts; nothing when unreadable.
+std::optional<std::string> procfs_hidepid_here() {
+  std::ifstream in("/proc/self/mountinfo");
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  return procfs_hidepid(text);
+}
 
 class Daemon {
  public:
@@ -169,6 +179,16 @@ class Daemon {
       }
       fmt::print(stderr, "rssauditd: serving metrics on {}:{}/metrics\n",
                  mo.address, metrics_->port());
+      if (hidepid_)
+        fmt::print(stderr,
+                   "rssauditd: /proc is mounted hidepid={}: the metrics {}\n",
+                   *hidepid_,
+                   options_.metrics_names_under_hidepid
+                       ? "name processes and groups anyway "
+                         "(metrics-names-under-hidepid)"
+                       : "name no process or group (anyone who reaches "
+                         "the port would read what procfs hides); "
+                         "metrics-names-under-hidepid names them");
     }
     return true;
   }
@@ -178,6 +198,10 @@ class Daemon {
                                                        : GroupBy::kComm;
     m.top_n = options_.metrics_top;
     m.process_series = options_.metrics_processes;
+    if (hidepid_ && !options_.metrics_names_under_hidepid) {
+      m.top_n = 0;  // every group folded into one, "other"
+      m.process_series = 0;
+    }
     m.version = RSSAUDIT_VERSION;
     return m;
   }
@@ -545,6 +569,8 @@ class Daemon {
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;
   ProcLabels proc_labels_;
+  // What /proc hides from other users, read at the start (hidepid).
+  const std::optional<std::string> hidepid_ = procfs_hidepid_here();
   boost::asio::steady_timer poll_timer_, summary_timer_, stop_timer_,
       sample_timer_, flush_timer_, watchdog_timer_, probe_timer_;
   LoopDelay loop_delay_;

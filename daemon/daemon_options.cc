@@ -137,6 +137,10 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "(a pid label: 0, none, by default)")
       ->capture_default_str()
       ->check(whole_in(0, 1000, "processes"));
+  app.add_flag("--metrics-names-under-hidepid", o.metrics_names_under_hidepid,
+               "Where /proc hides other users' processes (hidepid), name "
+               "processes and groups in the metrics anyway (default: only "
+               "an unnamed 'other' group)");
 }
 
 // CLI11 takes its argument vector in reverse order.

@@ -41,6 +41,9 @@ struct DaemonOptions {
   std::string metrics_group_by = "comm";    // or "cgroup"
   size_t metrics_top = 20;
   size_t metrics_processes = 0;  // per-process series; 0: none
+  // Where /proc hides processes from other users (hidepid), the metrics,
+  // which anyone who reaches the port reads, name none unless this is set.
+  bool metrics_names_under_hidepid = false;
 };
 
 WalkPolicy walk_policy(const DaemonOptions& o);

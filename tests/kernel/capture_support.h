@@ -76,29 +76,25 @@ inline void pin_to(int cpu) {
     dest = std::move(t_.capture);                  \
   } while (0)
 
-// Skips a test written for the other counting scheme of the kernel (the
-// capture loads here; the kernel counts differently). The line it prints
-// is how tests/vm/run_matrix.sh tells such a skip from a capture that
-// failed to load, even under --gtest_brief.
-#define RSSAUDIT_SCHEME_SKIP(why)                                              \
+// Skips a test, printing "[ KIND-skip ] Test: why": the line by which
+// tests/vm/run_matrix.sh tells a skip it expects from a capture that failed
+// to load, even under --gtest_brief.
+#define RSSAUDIT_KNOWN_SKIP(kind, why)                                         \
   do {                                                                         \
     std::printf(                                                               \
-        "[ scheme-skip ] %s: %s\n",                                            \
+        "[ " kind "-skip ] %s: %s\n",                                          \
         ::testing::UnitTest::GetInstance()->current_test_info()->name(), why); \
     GTEST_SKIP() << why;                                                       \
   } while (0)
 
+// Skips a test written for the other counting scheme of the kernel (the
+// capture loads here; the kernel counts differently).
+#define RSSAUDIT_SCHEME_SKIP(why) RSSAUDIT_KNOWN_SKIP("scheme", why)
+
 // Skips a test that needs something of the host the guests of
 // tests/vm/run_matrix.sh do not carry (a loop device: the cloud kernels
-// build it as a module, and a guest loads none), saying so as the line
-// run_matrix.sh counts apart from a capture that failed to load.
-#define RSSAUDIT_HOST_SKIP(why)                                                \
-  do {                                                                         \
-    std::printf(                                                               \
-        "[ host-skip ] %s: %s\n",                                              \
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(), why); \
-    GTEST_SKIP() << why;                                                       \
-  } while (0)
+// build it as a module, and a guest loads none).
+#define RSSAUDIT_HOST_SKIP(why) RSSAUDIT_KNOWN_SKIP("host", why)
 
 // Skips a test of the percpu_counter scheme (Linux 6.2+: per-CPU slots,
 // folds, the upstream model) on a kernel that counts otherwise.

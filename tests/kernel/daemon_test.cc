@@ -432,6 +432,78 @@ TEST(Daemon, AnswersLiveQueriesAndServesMetrics) {
     std::filesystem::remove(f);
 }
 
+// Where /proc hides other users' processes (hidepid), the metrics, which
+// anyone who reaches the port reads, name no process or group: every group
+// is folded into "other", until metrics-names-under-hidepid says otherwise.
+// rssauditd runs in a mount namespace with a procfs of its own mounted
+// hidepid=invisible over /proc.
+TEST(Daemon, MetricsNameNoProcessWhereProcfsHidesThem) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, mount)";
+  if (const auto s = probe_capture_support(); !s.missing.empty())
+    GTEST_SKIP() << s.missing;
+  const std::string base = std::filesystem::temp_directory_path() /
+                           ("rssaudit-hidepid-" + std::to_string(getpid()));
+  const std::string err = base + ".err", metrics = base + ".prom";
+  const std::string db = base + ".db";
+  // Run as: sh SCRIPT DAEMON DB ERR METRICS [FLAG]; scraped until a group
+  // is there (processes are named at a sample).
+  const std::string script = base + ".sh";
+  std::ofstream(script) << R"sh(mount -t proc -o hidepid=invisible proc /proc || exit 3
+"$1" --db "$2" --socket none --metrics-listen 127.0.0.1:0 \
+  --sample-interval 0.2 $5 2>"$3" &
+d=$!
+for i in $(seq 600); do
+  grep -q capturing "$3" && break; kill -0 $d 2>/dev/null || exit 4; sleep 0.1
+done
+port=$(sed -n 's/.*serving metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$3")
+for i in $(seq 100); do
+  python3 -c "import urllib.request, sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics').read().decode())" >"$4"
+  grep -q rssaudit_group_processes "$4" && break
+  sleep 0.2
+done
+kill -TERM $d
+wait $d
+)sh";
+  const auto scrape = [&](const std::string& flag) {
+    std::filesystem::remove(metrics);
+    return testing::run_command(
+        "unshare -m --propagation private sh " + script + " " +
+        RSSAUDIT_DAEMON + " " + db + " " + err + " " + metrics + " " + flag);
+  };
+  const auto hidden = scrape("");
+  if (hidden.exit_code == 3 || hidden.exit_code == 127)
+    RSSAUDIT_HOST_SKIP(("cannot mount a procfs with hidepid in a mount "
+                        "namespace (unshare -m): " + hidden.err)
+                           .c_str());
+  ASSERT_EQ(hidden.exit_code, 0) << hidden.err << testing::slurp(err);
+  std::string said = testing::slurp(err);
+  EXPECT_NE(said.find("/proc is mounted hidepid=invisible: the metrics name "
+                      "no process or group"),
+            std::string::npos)
+      << said;
+  std::string body = testing::slurp(metrics);
+  EXPECT_NE(body.find("rssaudit_group_processes{comm=\"other\",folded="
+                      "\"true\"}"),
+            std::string::npos)
+      << body;
+  const std::regex named(R"re(comm="([^"]*)")re");
+  for (std::sregex_iterator it(body.begin(), body.end(), named), end;
+       it != end; ++it)
+    EXPECT_EQ((*it)[1], "other") << "a name in the metrics";
+
+  const auto shown = scrape("--metrics-names-under-hidepid");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err << testing::slurp(err);
+  body = testing::slurp(metrics);
+  bool a_name = false;
+  for (std::sregex_iterator it(body.begin(), body.end(), named), end;
+       it != end; ++it)
+    a_name |= (*it)[1] != "other";
+  EXPECT_TRUE(a_name) << body;
+  for (const std::string& f :
+       {script, err, metrics, db, db + "-wal", db + "-shm"})
+    std::filesystem::remove(f);
+}
+
 // A process the history does not record (here: --comm names another) is
 // still named in live queries, from its /proc entry.
 TEST(Daemon, NamesLiveProcessesItDoesNotRecord) {
