@@ -1,8 +1,11 @@
 // The capture's record stream (bpf/rss_event.h) replayed as
 // capture/recording.cc's replay_file does, through DeltaReconstructor into
 // an AuditPipeline: every mm is announced before its events and destroyed
-// once, and every update counted is emitted once with one fidelity.
+// once, and every update counted is emitted once with one fidelity; and
+// the memory the replay holds grows with the records it is given, not
+// with the CPU count its header claims (up to 8 192).
 #include <fmt/format.h>
+#include <sanitizer/allocator_interface.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -20,6 +23,33 @@
 
 namespace rssaudit::fuzz {
 namespace {
+
+// Heap bytes allocated less those freed since the hooks went in (signed:
+// what was allocated before may be freed after), and the most since the
+// replay began, as the sanitizer's allocator reports each call.
+struct HeapWatch {
+  int64_t live = 0;
+  int64_t peak = 0;
+};
+HeapWatch heap;
+void on_malloc(const volatile void*, size_t size) {
+  heap.live += static_cast<int64_t>(size);
+  heap.peak = std::max(heap.peak, heap.live);
+}
+void on_free(const volatile void* p) {
+  heap.live -= static_cast<int64_t>(
+      __sanitizer_get_allocated_size(const_cast<const void*>(p)));
+}
+[[maybe_unused]] const int kHooked =
+    __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
+
+// What one record may add to the memory a replay holds: a new mm with its
+// models (~4 KiB at 8 192 CPUs beyond its ~3 KiB), or its first record in
+// another group of 64 CPUs (~16 KiB: bench/mm_footprint), with its task
+// and what the pipeline keeps of an ended mm. A snapshot or an unlocked
+// add once wrote every CPU of an mm: 1 MiB at 8 192 CPUs.
+constexpr size_t kBytesPerRecord = 32 << 10;
+constexpr size_t kBytesFixed = 256 << 10;
 
 // Records per input: a replay's work grows with the records held back.
 constexpr size_t kMaxRecords = 4096;
@@ -107,10 +137,10 @@ uint64_t le(const uint8_t* p, size_t bytes) {
 
 void check(const uint8_t* data, size_t size) {
   if (size < kConfigBytes) return;
-  // A header a kernel could have written (record_format.h's bounds), with
-  // few CPUs so that the work per record stays small.
+  // A header a recording may hold (record_format.h's bounds).
   RecordHeader header;
-  header.nr_cpu_ids = 1 + static_cast<uint32_t>(le(data, 2) % 512);
+  header.nr_cpu_ids =
+      1 + static_cast<uint32_t>(le(data, 2) % kMaxRecordedCpus);
   header.online_cpus = header.nr_cpu_ids;
   header.percpu_batch =
       1 + static_cast<int32_t>(le(data + 2, 4) % kMaxRecordedBatch);
@@ -126,6 +156,8 @@ void check(const uint8_t* data, size_t size) {
   DeltaReconstructor reconstructor(options);
   const size_t records =
       std::min((size - kConfigBytes) / sizeof(rss_event), kMaxRecords);
+  const int64_t held_before = heap.live;
+  heap.peak = heap.live;
   uint64_t latest_start = 0;
   for (size_t i = 0; i < records; ++i) {
     rss_event e;
@@ -137,6 +169,10 @@ void check(const uint8_t* data, size_t size) {
   }
   reconstructor.advance(latest_start, sink);
   reconstructor.flush(sink);
+  const auto grown = static_cast<size_t>(heap.peak - held_before);
+  FUZZ_CHECK(grown <= kBytesFixed + kBytesPerRecord * records,
+             fmt::format("{} records at {} CPUs held up to {} bytes more",
+                         records, header.nr_cpu_ids, grown));
 
   const ReconstructorStats& s = reconstructor.stats();
   const std::string stats = fmt::format(
