@@ -15,21 +15,24 @@
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange unincluded
 // clang-format on
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <string_view>
-#include <unordered_set>
 
 namespace rssaudit {
 
 class BackgroundWork {
  public:
-  // Queues `job` under `kind` (a fixed name: "drain", "slice", ...) unless
+  // Queues `job` under `kind` (a literal: "drain", "slice", ...) unless
   // a job of that kind waits already; true when queued.
-  bool post(const char* kind, std::function<void()> job) {
-    if (!waiting_.insert(kind).second) return false;
+  bool post(std::string_view kind, std::function<void()> job) {
+    // A handful of kinds: the queue itself says which wait.
+    if (std::ranges::any_of(queue_,
+                            [&](const Job& j) { return j.kind == kind; }))
+      return false;
     queue_.push_back({kind, std::move(job)});
     return true;
   }
@@ -41,18 +44,16 @@ class BackgroundWork {
     if (queue_.empty()) return false;
     Job job = std::move(queue_.front());
     queue_.pop_front();
-    waiting_.erase(job.kind);
     job.fn();
     return true;
   }
 
  private:
   struct Job {
-    const char* kind;
+    std::string_view kind;  // a literal
     std::function<void()> fn;
   };
   std::deque<Job> queue_;
-  std::unordered_set<std::string_view> waiting_;  // literals
 };
 
 // Runs `io` and `work` until `io` is stopped: every ready handler (at most

@@ -131,6 +131,13 @@ int64_t samples_between(const std::string& db, int64_t since, int64_t until) {
   return n.has_value() ? n.value() : -1;
 }
 
+// The daemon's first rows of the workload reach the file (8 s at most).
+bool first_rows_written(const std::string& db) {
+  return eventually(
+      [&] { return fs::exists(db) && samples_between(db, 0, INT64_MAX) >= 2; },
+      8s);
+}
+
 TEST(DaemonDisk, FullDiskIsReportedAuditingGoesOnAndWritingResumes) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, mount)";
   if (const auto s = probe_capture_support(); !s.missing.empty())
@@ -148,12 +155,8 @@ TEST(DaemonDisk, FullDiskIsReportedAuditingGoesOnAndWritingResumes) {
   const int64_t started = wall_now_ns();
   const pid_t daemon = start_daemon(db, log);
   auto err = [&] { return testing::slurp(log); };
-
   // Rows of the workload reach the file before the disk fills.
-  ASSERT_TRUE(eventually(
-      [&] { return fs::exists(db) && samples_between(db, 0, INT64_MAX) >= 2; },
-      8s))
-      << err();
+  ASSERT_TRUE(first_rows_written(db)) << err();
   const int64_t filled = wall_now_ns();
   // Fill every byte left: the next flush cannot grow the WAL.
   testing::run_command("dd if=/dev/zero of=" + filler +
@@ -273,10 +276,7 @@ TEST(DaemonDisk, AFileSystemShutDownUnderItIsAnIoErrorNotACorruptFile) {
   const pid_t workload = start_workload();
   const pid_t daemon = start_daemon(db, log);
   auto err = [&] { return testing::slurp(log); };
-  ASSERT_TRUE(eventually(
-      [&] { return fs::exists(db) && samples_between(db, 0, INT64_MAX) >= 2; },
-      8s))
-      << err();
+  ASSERT_TRUE(first_rows_written(db)) << err();
   const int64_t shut = wall_now_ns();
   ASSERT_TRUE(disk.shut_down()) << std::strerror(errno);
   // Several flushes fail (every 0.2 s).
