@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -94,6 +95,12 @@ class Tap : public ReconstructorSink {
     live_.erase(mm.addr);
   }
 
+  std::vector<MmKey> live_mms() const {
+    std::vector<MmKey> keys;
+    for (const auto& [addr, key] : live_) keys.push_back(key);
+    return keys;
+  }
+
   // Addresses that carried more than one mm during the run.
   size_t reused_addresses() const {
     size_t n = 0;
@@ -165,9 +172,25 @@ class LifeCycleTest : public ::testing::Test {
       if (waitpid(pid, &status, WNOHANG) == pid) break;
       usleep(500);
     }
-    usleep(5000);  // past the reconstructor's grace time
-    drain();
-    read_pids();
+    // A process's mm ends at its exit unless something else holds it then
+    // (another test's sampler reading its /proc files): that holder ends it
+    // at its mmput, later. Drain until no mm of ours is live, past the
+    // reconstructor's grace time each round.
+    const auto ours_live = [&] {
+      for (const MmKey& key : tap_->live_mms()) {
+        const AuditPipeline::LiveMm* mm = pipeline_->live(key);
+        if (mm && (mm->summary.tgid == uint32_t(pid) ||
+                   std::ranges::count(written, pid_t(mm->summary.tgid))))
+          return true;
+      }
+      return false;
+    };
+    const uint64_t deadline = monotonic_ns() + 10'000'000'000;
+    do {
+      usleep(5000);
+      drain();
+      read_pids();
+    } while (ours_live() && monotonic_ns() < deadline);
     reconstructor_->flush(*tap_);
     close(pids[0]);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
