@@ -14,6 +14,7 @@
 #include "cli/top_command.h"
 #include "cli/whatif_command.h"
 #include "core/formats/help_formatter.h"
+#include "core/formats/printable_text.h"
 
 int main(int argc, char** argv) {
   using namespace rssaudit::cli;
@@ -41,12 +42,13 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     // One line with the program's name, as every other error has (CLI11
-    // prints two, "ERROR: " first).
+    // prints two, "ERROR: " first); an argument it echoes with a newline
+    // or a control in it is shown, not obeyed, by the terminal.
     fmt::print(stderr, "rssaudit: {} (rssaudit --help shows the options)\n",
-               e.what());
+               rssaudit::printable(e.what()));
     return kExitUsage;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "rssaudit: {}\n", e.what());
+    fmt::print(stderr, "rssaudit: {}\n", rssaudit::printable(e.what()));
     return kExitUsage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "rssaudit: {}\n", e.what());

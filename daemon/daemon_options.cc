@@ -13,17 +13,22 @@
 #include "core/formats/config_file.h"
 #include "core/formats/help_formatter.h"
 #include "core/formats/option_checks.h"
+#include "core/formats/printable_text.h"
 #include "os/path_files.h"
 #include "os/unique_fd.h"
 
 namespace rssaudit {
 namespace {
 
+// PID_MAX_LIMIT on 64-bit kernels.
+constexpr uint64_t kPidMax = 4194304;
+
+// 'all', or a PID as --pid takes one: digits that overflowed stoul threw
+// out of the daemon's start, and 4294967297 walked pid 1.
 std::string check_walk(const std::string& w) {
-  if (w == "all" ||
-      (!w.empty() && w.find_first_not_of("0123456789") == std::string::npos))
-    return "";
-  return fmt::format("takes 'all' or PIDs, got '{}'", w);
+  static const CLI::Validator pid = whole_in(1, kPidMax, "a PID");
+  if (w == "all" || pid(w).empty()) return "";
+  return fmt::format("takes 'all' or PIDs from 1 to {}, got '{}'", kPidMax, w);
 }
 
 std::string check_cgroup(const std::string& c) {
@@ -52,7 +57,7 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "Stop after this many seconds (default: until SIGTERM)")
       ->check(seconds_in(0.001, true));
   app.add_option("--pid", o.pid, "Audit only this process")
-      ->check(whole_in(0, 4194304, "a PID, 0: every process"));
+      ->check(whole_in(0, kPidMax, "a PID, 0: every process"));
   app.add_option("--poll-ms", o.poll_ms,
                  "Longest poll period of the capture (shorter at high rates)")
       ->capture_default_str()
@@ -236,6 +241,11 @@ RecorderOptions recorder_options(const DaemonOptions& o) {
 
 Result<DaemonOptions, OptionsError> load_daemon_options(
     const std::vector<std::string>& args) {
+  // A message echoes what it was given: one line, no control reaching the
+  // terminal, whatever bytes an argument or the file's path hold.
+  const auto fail = [](std::string_view message, int exit_code) {
+    return unexpected(OptionsError{printable(message), exit_code});
+  };
   DaemonOptions flags;
   CLI::App app{"rssauditd: audits every RSS counter update of this host"};
   use_help_formatter(app);
@@ -245,7 +255,7 @@ Result<DaemonOptions, OptionsError> load_daemon_options(
     parse(app, args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() != 0)  // the caller says it, in one line
-      return unexpected(OptionsError{e.what(), 2});
+      return fail(e.what(), 2);
     app.exit(e);  // --help, --version
     return unexpected(OptionsError{"", 0});
   }
@@ -258,11 +268,11 @@ Result<DaemonOptions, OptionsError> load_daemon_options(
   const bool must_exist =
       given.count("--config") > 0 && flags.config != kDefaultConfigPath;
   Result<std::vector<ConfigEntry>> file = read_config(flags.config, must_exist);
-  if (!file) return unexpected(OptionsError{file.error().message, 1});
+  if (!file) return fail(file.error().message, 1);
   std::vector<std::string> merged;
   for (const ConfigEntry& e : *file) {
     if (Result<void> checked = check_entry(flags.config, e); !checked)
-      return unexpected(OptionsError{checked.error().message, 1});
+      return fail(checked.error().message, 1);
     if (!given.count("--" + e.key))
       merged.push_back("--" + e.key + "=" + e.value);
   }
@@ -273,7 +283,7 @@ Result<DaemonOptions, OptionsError> load_daemon_options(
   try {
     parse(final_app, merged);
   } catch (const CLI::ParseError& e) {
-    return unexpected(OptionsError{e.what(), 2});
+    return fail(e.what(), 2);
   }
   return result;
 }

@@ -44,6 +44,8 @@ struct DaemonOptions {
   // Where /proc hides processes from other users (hidepid), the metrics,
   // which anyone who reaches the port reads, name none unless this is set.
   bool metrics_names_under_hidepid = false;
+
+  bool operator==(const DaemonOptions&) const = default;
 };
 
 WalkPolicy walk_policy(const DaemonOptions& o);

@@ -49,6 +49,8 @@ struct RecorderOptions {
   // where it wrote them every tick, as many as its samples' bytes and
   // more (docs/rssauditd.md).
   double model_error_interval_s = 60;
+
+  bool operator==(const RecorderOptions&) const = default;
 };
 
 // Quiet processes sampled per tick at most: a host of 10 000 idle processes

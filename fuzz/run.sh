@@ -33,6 +33,8 @@ max_len() {
     # 8 bytes of figures and stream_records_fuzz.cc's 4096 records.
     stream_records_fuzz) echo 196616 ;;
     config_file_fuzz) echo 8192 ;;
+    # A config file of a few settings and a command line.
+    daemon_options_fuzz) echo 2048 ;;
     # Requests are short; the protocol's 64 KiB (kMaxRequestBytes) and
     # deep nesting are left to the seeds, replayed whole.
     control_protocol_fuzz) echo 4096 ;;
@@ -44,7 +46,7 @@ max_len() {
 all="proc_stat_fuzz proc_status_fuzz proc_statm_fuzz proc_smaps_rollup_fuzz
 proc_maps_fuzz proc_cgroup_fuzz pagemap_fuzz record_reader_fuzz
 record_roundtrip_fuzz stream_records_fuzz config_file_fuzz
-control_protocol_fuzz time_args_fuzz size_args_fuzz"
+daemon_options_fuzz control_protocol_fuzz time_args_fuzz size_args_fuzz"
 [ $# -gt 0 ] || set -- $all
 
 # UBSan's reports name the frames that led there too.

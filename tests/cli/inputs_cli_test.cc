@@ -85,6 +85,15 @@ TEST_F(InputsCli, NegativeAndNonFiniteNumbersAreRefusedNamingTheOption) {
   EXPECT_FALSE(fs::exists(file("x.rec")));
 }
 
+// An argument echoed in an error is shown, not obeyed: a newline in it
+// made the error two lines, an escape moved the terminal's cursor.
+TEST_F(InputsCli, AnArgumentEchoedInAnErrorIsOneLineWithoutControls) {
+  refused("top --db " + db_ + " -n \"$(printf '1\\n\\033[2J')\"",
+          "-n: takes a whole number from 0 to 10000000 (processes), got "
+          "'1??[2J'");
+  refused("top --no-such\"$(printf '\\302\\233')\"flag", "--no-such?flag");
+}
+
 // A FIFO or device as an input or an output: refused at once, named.
 TEST_F(InputsCli, AFifoOrADeviceIsRefusedAtOnceAsAnInputOrAnOutput) {
   const std::string fifo_says = fifo_ + ": cannot read: a FIFO";

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <unordered_set>
 
 #include "core/formats/config_file.h"
 
@@ -216,6 +217,36 @@ TEST_F(DaemonOptionsTest, CountsAreWholeNumbersNeverWrappedNegatives) {
   const auto r = load({"--min-rss", "0", "--min-updates", "18446744073"});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->recorder.min_updates, 18446744073u);
+}
+
+// --walk takes PIDs as --pid does: 20 digits passed its check and threw
+// std::out_of_range out of the daemon's start; 4294967297 walked pid 1.
+TEST_F(DaemonOptionsTest, WalkTakesOnlyPidsAPidCanBe) {
+  write("");
+  for (const char* bad : {"99999999999999999999", "4294967297", "4194305",
+                          "0", "+3", "-1", "all,3x"}) {
+    const auto r = load({"--walk", bad});
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.error().exit_code, 2) << bad;
+    EXPECT_NE(r.error().message.find("takes 'all' or PIDs from 1 to 4194304"),
+              std::string::npos)
+        << r.error().message;
+  }
+  const auto r = load({"--walk", "1,4194304"});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(walk_policy(*r).pids, (std::unordered_set<uint32_t>{1, 4194304}));
+}
+
+// An error echoes its argument shown, not obeyed: a newline in it made
+// the message two lines (found by daemon_options_fuzz), an escape reached
+// the terminal.
+TEST_F(DaemonOptionsTest, AnErrorIsOneLineWithoutControlsWhateverItEchoes) {
+  write("");
+  const auto r = load({"--duration", "1e300\n\x1b[2J\xc2\x9b"});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().exit_code, 2);
+  EXPECT_NE(r.error().message.find("got '1e300??[2J?'"), std::string::npos)
+      << r.error().message;
 }
 
 // help and version act instead of setting: in a config file they are

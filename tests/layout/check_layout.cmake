@@ -31,7 +31,8 @@ set(allowed_daemon ${every} ${core_any} capture sampler store bpf os)
 set(allowed_cli ${every} ${core_any} capture sampler store bpf os)
 set(allowed_bench ${every} ${core_any} capture sampler store bpf bench/bpf os)
 set(allowed_bench/bpf ${every} bpf)
-set(allowed_fuzz ${every} ${core_any} capture cli sampler bpf os)
+# daemon: daemon_options_fuzz, of rssauditd's options (docs/layout.md).
+set(allowed_fuzz ${every} ${core_any} capture cli daemon sampler bpf os)
 set(folders os core core/schemes core/procfs core/formats core/sim bpf
     sampler capture store daemon cli bench/bpf bench fuzz)
 # Generated headers with no folder, and who may include them.
