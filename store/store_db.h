@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/result.h"
+#include "store/shm_fault_guard.h"
 #include "store/store_rows.h"
 
 struct sqlite3;
@@ -115,13 +116,16 @@ class Database {
   Unexpected<StoreError> error(int rc, std::string_view what) const;
 
  private:
-  Database(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+  Database(std::string path, sqlite3* db)
+      : shm_guard_(path), path_(std::move(path)), db_(db) {}
   static Result<std::unique_ptr<Database>, StoreError> open_at(
       const std::string& path, Mode mode, int version);
   // The file's schema version, once it is known to be rssaudit's (or empty).
   Result<int64_t, StoreError> checked_version(Mode mode, int version);
   Result<void, StoreError> migrate(int64_t from, int to);
 
+  // Declared first, so it outlives the close (which may write -shm).
+  ShmFaultGuard shm_guard_;
   std::string path_;
   sqlite3* db_;
   // An I/O error was returned on this connection (error()).

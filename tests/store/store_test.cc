@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -806,6 +807,85 @@ TEST(StoreFrozen, FilesMadeImmutableAreRefusedNotWrittenThrough) {
     ASSERT_TRUE(again.has_value()) << again.error().message;
   }
   EXPECT_EQ(sample_count(path), 3);
+}
+
+// chattr +i toggled on -shm while flushes run back to back: one landing
+// inside a flush, after the check before it, made SQLite's next write to
+// its shared map a SIGBUS (exit 135). The write now waits for the thaw
+// (store/shm_fault_guard.h); every row is written once it is undone.
+TEST(StoreFrozen, AnShmFrozenInsideAFlushIsWaitedForNotASigbus) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  const std::string shm = path + "-shm";
+  constexpr int kRows = 1500;
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t writer = fork();
+  if (writer == 0) {
+    int64_t p = 0;
+    std::unique_ptr<Store> store = store_with_one_sample(path, &p);
+    char c = 1;
+    if (write(go[1], &c, 1) != 1) _exit(3);
+    for (int i = 0; i < kRows; ++i) {
+      store->add_sample(make_sample(p, 10 + i, 10 + i));
+      (void)store->flush();  // refused while frozen: the rows are kept
+      usleep(2000);
+    }
+    for (int tries = 0; tries < 100; ++tries, usleep(10000))
+      if (store->flush().has_value()) _exit(0);
+    _exit(4);
+  }
+  char c = 0;
+  ASSERT_EQ(read(go[0], &c, 1), 1);
+  if (!set_fs_flag(shm, FS_IMMUTABLE_FL, true)) {
+    kill(writer, SIGKILL);
+    waitpid(writer, nullptr, 0);
+    GTEST_SKIP() << "cannot chattr " << shm << ": " << std::strerror(errno)
+                 << " (needs CAP_LINUX_IMMUTABLE and ext4, xfs, tmpfs)";
+  }
+  int status = 0, toggles = 0;
+  while (waitpid(writer, &status, WNOHANG) == 0) {
+    set_fs_flag(shm, FS_IMMUTABLE_FL, false);
+    usleep(700);
+    set_fs_flag(shm, FS_IMMUTABLE_FL, true);
+    usleep(300);
+    ++toggles;
+  }
+  set_fs_flag(shm, FS_IMMUTABLE_FL, false);
+  ASSERT_FALSE(WIFSIGNALED(status))
+      << "the writer died of signal " << WTERMSIG(status) << " after "
+      << toggles << " toggles";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(sample_count(path), 1 + kRows) << toggles << " toggles";
+}
+
+// Any other SIGBUS (a mapped file truncated under its reader) still ends
+// the process, after one retry, as if no guard were there.
+TEST(StoreFrozen, ASigbusNoFrozenShmExplainsStillEndsTheProcess) {
+  TempDir dir;
+  const std::string path = dir.file("rssaudit.db");
+  const pid_t child = fork();
+  if (child == 0) {
+    int64_t p = 0;
+    std::unique_ptr<Store> store = store_with_one_sample(path, &p);
+    const UniqueFd fd(
+        open(dir.file("mapped").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!fd || ftruncate(fd.get(), 4096) != 0) _exit(3);
+    auto* page = static_cast<volatile char*>(
+        mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd.get(), 0));
+    if (page == MAP_FAILED || ftruncate(fd.get(), 0) != 0) _exit(3);
+    (void)page[0];  // beyond the file's end now: SIGBUS
+    _exit(0);
+  }
+  int status = 0;
+  pid_t reaped = 0;
+  for (int i = 0; i < 500 && reaped == 0; ++i, usleep(10000))
+    reaped = waitpid(child, &status, WNOHANG);
+  if (reaped == 0) {  // looping on its fault: fails below
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) << status;
 }
 
 TEST(StoreDeleted, AFileMovedOverTheDatabaseIsNeverWrittenInto) {
