@@ -29,6 +29,7 @@
 #include "cli/daemon_client.h"
 #include "cli/query_support.h"
 #include "cli/scheme_report.h"
+#include "core/formats/option_checks.h"
 #include "core/schemes/per_task_cache.h"
 #include "core/schemes/reader_tolerance.h"
 #include "core/schemes/topology.h"
@@ -617,7 +618,7 @@ void register_check(CLI::App& app) {
   sub->add_option("--threads", o->threads,
                   "Also say how far each RSS reader (stat, VmHWM, ru_maxrss, "
                   "status) can be off for a process of this many threads")
-      ->check(CLI::Range(1u, 1u << 22));
+      ->check(whole_in(1, 1u << 22, "threads"));
   sub->callback([o] { check(*o); });
 }
 

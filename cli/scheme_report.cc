@@ -6,6 +6,7 @@
 #include "cli/errors.h"
 #include "cli/progress.h"
 #include "cli/query_support.h"
+#include "core/formats/option_checks.h"
 #include "core/schemes/hpcc_tree.h"
 #include "core/sim/workload.h"
 
@@ -111,11 +112,14 @@ std::vector<CLI::Option*> add_synthetic_options(CLI::App& sub,
       sub.add_option("--workload", r.workload,
                      "hop | threads | oscillate | forkstorm")
           ->capture_default_str(),
-      // -1 read as 2^64 - 1 never ended; a billion takes about a minute.
+      // -1 read as 2^64 - 1 never ended, and CLI::Range took
+      // -18446744073709551615 as 1; a billion takes about a minute.
       sub.add_option("--updates", r.updates, "Counter updates to simulate")
           ->capture_default_str()
-          ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000'000})),
-      sub.add_option("--seed", r.seed, "Random seed")->capture_default_str(),
+          ->check(whole_in(1, 10'000'000'000, "updates")),
+      sub.add_option("--seed", r.seed, "Random seed")
+          ->capture_default_str()
+          ->check(whole_in(0, UINT64_MAX, "a seed")),
       sub.add_option("--threads", r.threads,
                      "Threads for threads/oscillate (default min(CPUs, "
                      "64))")};

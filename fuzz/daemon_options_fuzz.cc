@@ -25,6 +25,7 @@
 #include "core/formats/config_file.h"
 #include "core/formats/printable_text.h"
 #include "daemon/daemon_options.h"
+#include "fuzz/command_line.h"
 #include "fuzz/fuzz_check.h"
 
 namespace rssaudit::fuzz {
@@ -131,13 +132,8 @@ void check_flags_as_config(const std::vector<std::string>& args,
 }
 
 void check(std::string_view input) {
-  std::vector<std::string_view> parts;
-  for (size_t start = 0;;) {
-    const size_t nul = input.find('\0', start);
-    parts.push_back(input.substr(start, nul - start));
-    if (nul == std::string_view::npos || parts.size() > kMaxArgs) break;
-    start = nul + 1;
-  }
+  const std::vector<std::string_view> parts =
+      nul_separated(input, kMaxArgs + 1);
   const std::string_view config_text = parts.front();
   std::vector<std::string> args;
   for (size_t i = 1; i < parts.size(); ++i)
@@ -166,12 +162,6 @@ void check(std::string_view input) {
 
 }  // namespace
 }  // namespace rssaudit::fuzz
-
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // --help and --version print to stdout: not the fuzzer's log.
-  if (!std::freopen("/dev/null", "w", stdout)) std::abort();
-  return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rssaudit::fuzz::check(rssaudit::fuzz::as_text(data, size));

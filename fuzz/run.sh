@@ -39,6 +39,8 @@ max_len() {
     # deep nesting are left to the seeds, replayed whole.
     control_protocol_fuzz) echo 4096 ;;
     time_args_fuzz | size_args_fuzz) echo 64 ;;
+    # A command line of a few dozen short arguments.
+    cli_args_fuzz) echo 1024 ;;
     *) echo 4096 ;;
   esac
 }
@@ -46,7 +48,8 @@ max_len() {
 all="proc_stat_fuzz proc_status_fuzz proc_statm_fuzz proc_smaps_rollup_fuzz
 proc_maps_fuzz proc_cgroup_fuzz pagemap_fuzz record_reader_fuzz
 record_roundtrip_fuzz stream_records_fuzz config_file_fuzz
-daemon_options_fuzz control_protocol_fuzz time_args_fuzz size_args_fuzz"
+daemon_options_fuzz control_protocol_fuzz time_args_fuzz size_args_fuzz
+cli_args_fuzz"
 [ $# -gt 0 ] || set -- $all
 
 # UBSan's reports name the frames that led there too.

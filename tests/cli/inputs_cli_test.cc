@@ -82,6 +82,12 @@ TEST_F(InputsCli, NegativeAndNonFiniteNumbersAreRefusedNamingTheOption) {
   refused("whatif --pid 1 --duration inf", "--duration: ");
   refused("whatif --pid -1", "--pid: takes a whole number");
   refused("top --no-such-flag", "--no-such-flag");
+  // CLI::Range read a number through strtoull, which takes a sign.
+  refused("simulate --cpus 4 --updates -18446744073709551615",
+          "--updates: takes a whole number from 1 to 10000000000 (updates), "
+          "got '-18446744073709551615'");
+  refused("simulate --cpus 4 --seed -1", "--seed: takes a whole number");
+  refused("check --threads -4294967295", "--threads: takes a whole number");
   EXPECT_FALSE(fs::exists(file("x.rec")));
 }
 
