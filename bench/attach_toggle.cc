@@ -72,7 +72,8 @@ bool holds_program(pid_t owner, uint32_t prog_id) {
 // on unattached. A raw tracepoint link cannot be detached from outside.
 void stop_owner(pid_t owner) {
   if (kill(owner, SIGINT) != 0) fail(fmt::format("signalling pid {}", owner));
-  for (int i = 0; i < 1000; ++i) {
+  // 60 s: bpftrace under load took more than the 10 s this once waited.
+  for (int i = 0; i < 6000; ++i) {
     std::ifstream stat("/proc/" + std::to_string(owner) + "/stat");
     std::string pid, comm, state;
     if (!(stat >> pid >> comm >> state) || state == "Z") return;

@@ -49,8 +49,13 @@ held_prog() {
   echo "no program $2 held by pid $1" >&2; return 1
 }
 
+# Runs in its own subshell (read < <(measure)): its EXIT trap ends the
+# owner whatever happens, so no tracer stays attached to the host after a
+# failed or interrupted round.
 measure() {  # $1: one of $modes; prints attach_toggle's line
-  local pid prog
+  local prog
+  pid=""  # not local: the trap runs after the function has returned
+  trap 'end_owner "$pid"' EXIT
   case $1 in
     floor|ring|pcpu)
       taskset -c 1 "$build/bench/tp_floor" "$1" & pid=$!; sleep 1
@@ -65,14 +70,36 @@ measure() {  # $1: one of $modes; prints attach_toggle's line
         >/dev/null 2>&1 & pid=$!
       sleep 3; prog="rss_stat" ;;
   esac
-  "$build/bench/attach_toggle" "$(held_prog "$pid" "$prog")" "$pid" "$pairs"
-  wait "$pid" 2>/dev/null || true
+  # Not the function's last simple command: bash would exec it in place of
+  # the subshell, whose EXIT trap then never runs.
+  local status=0
+  "$build/bench/attach_toggle" "$(held_prog "$pid" "$prog")" "$pid" \
+    "$pairs" || status=$?
+  return "$status"
+}
+
+# attach_toggle stopped the owner with SIGINT; one slow to exit (bpftrace
+# prints its map) gets 30 s more, then SIGKILL.
+end_owner() {
+  [ -n "${1:-}" ] || return 0
+  kill -INT "$1" 2>/dev/null || true
+  for ((i = 0; i < 300; i++)); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
 }
 
 declare -A detached attached added
 for ((r = 0; r < rounds; r++)); do
   for mode in $modes; do
-    read -r _ off _ on _ _ plus _ < <(measure "$mode")
+    plus=""
+    read -r _ off _ on _ _ plus _ < <(measure "$mode") || true
+    if [ -z "$plus" ]; then
+      echo "capture_overhead: $mode, round $((r + 1)): no figure (attach_toggle failed, above)" >&2
+      exit 1
+    fi
     detached[$mode]+="$off "; attached[$mode]+="$on "; added[$mode]+="$plus "
   done
 done
