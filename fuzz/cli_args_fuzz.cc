@@ -10,8 +10,6 @@
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>

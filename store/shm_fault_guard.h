@@ -18,17 +18,15 @@ namespace rssaudit {
 // Longest a write to a frozen -shm waits for chattr to be undone.
 inline constexpr int kShmThawWaitMs = 5000;
 
-// Guards the -shm of the database at `db_path` while the returned token
-// lives (installs the SIGBUS handler at the first). A path longer than the
-// guard keeps (1 KiB) is not guarded: false.
+// Guards the -shm of the database at `db_path` while it lives (installs
+// the SIGBUS handler at the first). A path longer than the guard keeps
+// (1 KiB), or a 17th database open at once, is not guarded.
 class ShmFaultGuard {
  public:
   explicit ShmFaultGuard(const std::string& db_path);
   ~ShmFaultGuard();
   ShmFaultGuard(const ShmFaultGuard&) = delete;
   ShmFaultGuard& operator=(const ShmFaultGuard&) = delete;
-
-  bool guarded() const { return slot_ >= 0; }
 
  private:
   int slot_ = -1;
