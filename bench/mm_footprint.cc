@@ -10,9 +10,9 @@
 
 #include <cstdlib>
 
+#include "audit/audit_pipeline.h"
+#include "audit/delta_reconstructor.h"
 #include "core/schemes/topology.h"
-#include "capture/audit_pipeline.h"
-#include "capture/delta_reconstructor.h"
 
 namespace {
 
@@ -23,8 +23,9 @@ size_t heap_bytes() { return mallinfo2().uordblks; }
 int main(int argc, char** argv) {
   using namespace rssaudit;
   const uint32_t mms = argc > 1 ? std::atoi(argv[1]) : 1000;
-  fmt::print("{:>6}  {:>22}  {:>22}  {:>18}\n", "CPUs", "bytes/mm, 1 CPU 1 thread",
-             "bytes/mm, all CPUs 2 thr", "MiB per 10 000 (worst)");
+  fmt::print("{:>6}  {:>22}  {:>22}  {:>18}\n", "CPUs",
+             "bytes/mm, 1 CPU 1 thread", "bytes/mm, all CPUs 2 thr",
+             "MiB per 10 000 (worst)");
   for (uint32_t cpus : {2u, 64u, 384u, 1024u}) {
     double per_mm[2];
     for (const bool worst : {false, true}) {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/recording.h"
 #include "core/formats/record_format.h"
 

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <memory>
 
+#include "audit/delta_reconstructor.h"
+#include "audit/poll_pacing.h"
+#include "audit/unseen_ends.h"
 #include "capture/bpf_capture.h"
-#include "capture/delta_reconstructor.h"
-#include "capture/poll_pacing.h"
 #include "capture/snapshot_passes.h"
-#include "capture/unseen_ends.h"
 
 namespace rssaudit {
 

@@ -1,6 +1,6 @@
 // Whether the running kernel may preempt a task in kernel code, which
 // decides if an update whose add took no lock can have been moved to
-// another CPU before its record (capture/delta_reconstructor.h).
+// another CPU before its record (audit/delta_reconstructor.h).
 #pragma once
 
 #include <string>

@@ -49,12 +49,6 @@ RecordHeader host_record_header(uint32_t possible_cpus) {
   return h;
 }
 
-Topology topology_of(const RecordHeader& h) {
-  Topology t = Topology::for_cpus(h.nr_cpu_ids);
-  t.upstream_batch = h.percpu_batch;
-  return t;
-}
-
 RecordingFile::RecordingFile(const std::string& path,
                              const RecordHeader& header)
     : path_(path),

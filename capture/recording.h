@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "capture/delta_reconstructor.h"
-#include "capture/recorded_names.h"
+#include "audit/delta_reconstructor.h"
+#include "audit/recorded_names.h"
 #include "core/formats/record_format.h"
 #include "core/schemes/topology.h"
 
@@ -60,8 +60,5 @@ struct ReplayOutcome {
 ReplayOutcome replay_file(
     const std::string& path,
     const std::function<ReconstructorSink&(const RecordHeader&)>& sink_for);
-
-// The model topology a recording was made on.
-Topology topology_of(const RecordHeader& h);
 
 }  // namespace rssaudit

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "capture/counter_snapshot.h"
-#include "capture/delta_reconstructor.h"
+#include "audit/counter_snapshot.h"
+#include "audit/delta_reconstructor.h"
 #include "capture/snapshot_iterator.h"
 
 namespace rssaudit {
@@ -47,7 +47,7 @@ class SnapshotPasses {
   // with 3 000 processes at 20 ms); an mm joined mid-life waits a tenth of
   // a second more.
   static constexpr uint64_t kIdleCheckNs = 100'000'000;
-  static constexpr size_t kMaxMms = size_t{1} << 18;    // the map's size
+  static constexpr size_t kMaxMms = size_t{1} << 18;  // the map's size
   const uint64_t period_ns_;
   uint64_t next_pass_ns_ = 0;
   SnapshotDecoder decoder_;

@@ -6,10 +6,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
+#include "audit/recorded_names.h"
 #include "capture/bpf_capture.h"
 #include "capture/exited_lookup.h"
-#include "capture/recorded_names.h"
 #include "capture/recording.h"
 #include "cli/errors.h"
 #include "cli/query_support.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/bpf_capture.h"
 #include "capture/live_audit.h"
 #include "capture/recording.h"

@@ -1,6 +1,6 @@
 // The daemon polls the capture's streams on a timer: the BPF side never wakes
 // it (wake-ups cost 3.5 us per event, docs/kernel.md); the period adapts to the
-// rate (capture/poll_pacing.h). Everything runs on one Boost.Asio thread, so no
+// rate (audit/poll_pacing.h). Everything runs on one Boost.Asio thread, so no
 // state here needs a lock; the long work (drains, sampling slices, history
 // pieces) runs a piece at a time between the handlers (BackgroundWork), so
 // that queries, scrapes and signals never wait behind a queue of it.
@@ -18,7 +18,7 @@
 #include <iterator>
 #include <optional>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/bpf_capture.h"
 #include "capture/live_audit.h"
 #include "capture/recording.h"
@@ -105,9 +105,8 @@ class Daemon {
           });
         });
     every(
-        flush_timer_, [this] { return options_.flush_s; }, [this] {
-          background_.post("flush", [this] { flush_store(); });
-        });
+        flush_timer_, [this] { return options_.flush_s; },
+        [this] { background_.post("flush", [this] { flush_store(); }); });
     schedule_summaries();
     probe_loop();
     if (const auto ping = notifier_.watchdog_interval(); ping.count() > 0)

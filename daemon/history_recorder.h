@@ -20,7 +20,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/exited_lookup.h"
 #include "core/formats/live_view.h"
 #include "sampler/sampler.h"

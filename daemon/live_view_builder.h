@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "core/formats/live_view.h"
 
 namespace rssaudit {

@@ -6,8 +6,8 @@
 #include <optional>
 #include <vector>
 
-#include "capture/audit_pipeline.h"
-#include "capture/delta_reconstructor.h"
+#include "audit/audit_pipeline.h"
+#include "audit/delta_reconstructor.h"
 #include "capture/exited_lookup.h"
 #include "capture/snapshot_passes.h"
 #include "daemon/control_server.h"
@@ -25,8 +25,7 @@ namespace rssaudit {
 // `hook_misses`: BpfCapture's.
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats, uint64_t drops,
-                       uint64_t hook_misses, double lag_s,
-                       double loop_delay_s,
+                       uint64_t hook_misses, double lag_s, double loop_delay_s,
                        const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,

@@ -14,10 +14,9 @@
 #include <optional>
 #include <unordered_map>
 
+#include "audit/audit_pipeline.h"
+#include "audit/delta_reconstructor.h"
 #include "bpf/rss_event.h"
-#include "capture/audit_pipeline.h"
-#include "capture/delta_reconstructor.h"
-#include "capture/recording.h"
 #include "core/formats/record_format.h"
 #include "fuzz/fuzz_check.h"
 
@@ -139,8 +138,7 @@ void check(const uint8_t* data, size_t size) {
   if (size < kConfigBytes) return;
   // A header a recording may hold (record_format.h's bounds).
   RecordHeader header;
-  header.nr_cpu_ids =
-      1 + static_cast<uint32_t>(le(data, 2) % kMaxRecordedCpus);
+  header.nr_cpu_ids = 1 + static_cast<uint32_t>(le(data, 2) % kMaxRecordedCpus);
   header.online_cpus = header.nr_cpu_ids;
   header.percpu_batch =
       1 + static_cast<int32_t>(le(data + 2, 4) % kMaxRecordedBatch);

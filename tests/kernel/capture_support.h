@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
+#include "audit/delta_reconstructor.h"
 #include "capture/bpf_capture.h"
-#include "capture/delta_reconstructor.h"
 #include "core/schemes/topology.h"
 #include "os/clock.h"
 #include "os/faults_counted.h"

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "audit/delta_reconstructor.h"
 #include "capture/bpf_capture.h"
-#include "capture/delta_reconstructor.h"
 #include "core/procfs/proc_stat.h"
 #include "core/schemes/topology.h"
 #include "core/schemes/upstream_percpu.h"

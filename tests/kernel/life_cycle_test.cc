@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/bpf_capture.h"
 #include "capture/recording.h"
 #include "core/schemes/hpcc_tree.h"

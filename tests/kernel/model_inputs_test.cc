@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "audit/delta_reconstructor.h"
 #include "capture/bpf_capture.h"
-#include "capture/delta_reconstructor.h"
 #include "core/schemes/mm_audit.h"
 #include "core/schemes/per_task_cache.h"
 #include "core/schemes/topology.h"

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/bpf_capture.h"
 #include "os/clock.h"
 #include "sampler/sampler.h"

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/recording.h"
 #include "capture/snapshot_passes.h"
 #include "os/clock.h"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 #include "capture/bpf_capture.h"
 #include "sampler/sampler.h"
 #include "tests/kernel/capture_support.h"

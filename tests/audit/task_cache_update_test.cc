@@ -1,4 +1,4 @@
-// The reconstruction of a kernel before 6.2 (capture/task_cache_update.cc):
+// The reconstruction of a kernel before 6.2 (audit/task_cache_update.cc):
 // records as bpf/task_cache.bpf.c writes them, fed through the
 // reconstructor into the audit pipeline.
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "capture/audit_pipeline.h"
-#include "capture/delta_reconstructor.h"
+#include "audit/audit_pipeline.h"
+#include "audit/delta_reconstructor.h"
 #include "core/schemes/topology.h"
 
 namespace rssaudit {

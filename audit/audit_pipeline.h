@@ -14,7 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/delta_reconstructor.h"
+#include "audit/delta_reconstructor.h"
+#include "audit/loss_epochs.h"
+#include "core/formats/record_format.h"
 #include "core/schemes/mm_audit.h"
 #include "core/schemes/topology.h"
 
@@ -90,6 +92,10 @@ inline std::string known_text(std::optional<int64_t> v) {
 // counter held at teardown, which nothing reads.
 void rank_by_error(std::vector<MmSummary>& mms);
 
+// The model topology a recording (or the live host, described the same
+// way) was made on.
+Topology topology_of(const RecordHeader& h);
+
 class AuditPipeline : public ReconstructorSink {
  public:
   // An mm being audited: its summary (refreshed on demand), the kernel's
@@ -134,7 +140,7 @@ class AuditPipeline : public ReconstructorSink {
                    std::optional<int64_t> kernel_count) override;
   // Every live mm's exact value and kernel counts become unknown, marked
   // on each mm when it is next looked at: O(1) per loss.
-  void on_loss() override { ++loss_epoch_; }
+  void on_loss() override { losses_.lose(); }
 
   // Live mms then finished ones, each as of now.
   std::vector<MmSummary> summaries() const;
@@ -162,7 +168,7 @@ class AuditPipeline : public ReconstructorSink {
     }
   }
   // Losses seen (on_loss()).
-  uint64_t losses() const { return loss_epoch_; }
+  uint64_t losses() const { return losses_.now(); }
   // Called with an mm's final state just before it is forgotten.
   void set_exit_hook(std::function<void(LiveMm&)> hook) {
     exit_hook_ = std::move(hook);
@@ -187,7 +193,7 @@ class AuditPipeline : public ReconstructorSink {
   uint64_t finished_total_ = 0;
   uint64_t fidelity_checked_ = 0;
   uint64_t fidelity_matched_ = 0;
-  uint64_t loss_epoch_ = 0;
+  LossEpoch losses_;
   std::function<void(LiveMm&)> exit_hook_;
 };
 

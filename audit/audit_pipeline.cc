@@ -1,4 +1,4 @@
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 
 #include <algorithm>
 #include <tuple>
@@ -18,6 +18,12 @@ void rank_by_error(std::vector<MmSummary>& mms) {
       [&](const MmSummary& a, const MmSummary& b) { return key(a) > key(b); });
 }
 
+Topology topology_of(const RecordHeader& h) {
+  Topology t = Topology::for_cpus(h.nr_cpu_ids);
+  t.upstream_batch = h.percpu_batch;
+  return t;
+}
+
 AuditPipeline::AuditPipeline(const Topology& t, size_t finished_kept)
     : topology_(t), finished_kept_(finished_kept) {}
 
@@ -33,13 +39,12 @@ AuditPipeline::LiveMm* AuditPipeline::find(const MmKey& key) {
 }
 
 void AuditPipeline::catch_up(LiveMm& mm) const {
-  if (mm.loss_epoch == loss_epoch_) return;
+  if (!losses_.catch_up(mm.loss_epoch)) return;
   // The models no longer see every update either, and the kernel's count
   // moved unseen.
   mm.exact_known.fill(false);
   mm.kernel_count_known.fill(false);
   mm.model_synced = false;
-  mm.loss_epoch = loss_epoch_;
 }
 
 const AuditPipeline::LiveMm* AuditPipeline::live(const MmKey& key) const {
@@ -56,7 +61,7 @@ void AuditPipeline::on_mm_created(const MmKey& mm, bool from_zero) {
   live->exact_known.fill(from_zero);
   live->kernel_count_known.fill(from_zero);  // every count started at 0
   live->model_synced = from_zero;
-  live->loss_epoch = loss_epoch_;
+  live->loss_epoch = losses_.now();
   if (last_ && last_->summary.key.addr == mm.addr) last_ = nullptr;
   live_[mm.addr] = std::move(live);
 }

@@ -1,4 +1,4 @@
-#include "capture/delta_reconstructor.h"
+#include "audit/delta_reconstructor.h"
 
 #include <gtest/gtest.h>
 #include <malloc.h>

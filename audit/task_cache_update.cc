@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "capture/delta_reconstructor.h"
+#include "audit/delta_reconstructor.h"
 
 namespace rssaudit {
 
@@ -241,8 +241,8 @@ void DeltaReconstructor::on_overtaken_add(Pending& p, MmState& st) {
   const uint64_t start = p.update.time_ns;
   const uint64_t since =
       start > options_.grace_ns ? start - options_.grace_ns : 0;
-  for (size_t i = size_; i-- > 0;) {
-    Pending& q = at(i);
+  for (size_t i = pending_.size(); i-- > 0;) {
+    Pending& q = pending_.at(i);
     if (q.end_ns + max_span_ns_ + kLateSlackNs < since) break;
     // The task's own earlier adds came before this one.
     if (q.chained && q.mm == &st && q.update.member == m &&

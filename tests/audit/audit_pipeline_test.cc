@@ -1,4 +1,4 @@
-#include "capture/audit_pipeline.h"
+#include "audit/audit_pipeline.h"
 
 #include <gtest/gtest.h>
 

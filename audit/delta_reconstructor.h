@@ -16,7 +16,7 @@
 // existed before the capture (or any mm after a capture loss) does not:
 // the slots of CPUs it has not updated on since are unknown (before 6.2,
 // its tasks' caches), and so is its value. The snapshot iterator
-// (bpf/snapshot.bpf.c, capture/snapshot_baseline.cc) reads them all at a
+// (bpf/snapshot.bpf.c, audit/snapshot_baseline.cc) reads them all at a
 // place in the record sequence; from there the stream keeps the value
 // exact, even while the mm's threads update it during the read
 // (docs/kernel.md, "Baselines of mms older than the capture"). Why not a
@@ -31,8 +31,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "audit/counter_snapshot.h"
+#include "audit/loss_epochs.h"
+#include "audit/pending_ring.h"
 #include "bpf/rss_event.h"
-#include "capture/counter_snapshot.h"
 #include "core/schemes/per_cpu_array.h"
 #include "core/schemes/update.h"
 
@@ -279,7 +281,7 @@ class DeltaReconstructor {
     uint8_t syncing = 0;
     uint64_t syncing_mm = 0;
     std::array<int32_t, kMembers> sync_pages{};
-    // The loss_epoch_ its cache state was last brought up to (catch_up()).
+    // The loss epoch its cache state was last brought up to (catch_up()).
     uint64_t loss_epoch = 0;
   };
   struct SlotState {
@@ -301,9 +303,7 @@ class DeltaReconstructor {
   };
   struct MmState {
     MmKey key;
-    // The loss_epoch_ its state was last brought up to: a loss voids what
-    // is known of every mm, applied to each when it is next looked at
-    // (catch_up()), so a loss costs O(1) however many mms live.
+    // The loss epoch its state was last brought up to (loss_epochs.h).
     uint64_t loss_epoch = 0;
     bool from_zero = false;
     // A second user (a thread) was seen: its clone, or, for an mm joined
@@ -412,7 +412,7 @@ class DeltaReconstructor {
     uint64_t since_seq;
   };
   OwnerUpdate owner_update(const rss_event& e, Pending& p);
-  // Before 6.2 (capture/task_cache_update.cc): a cached or atomic update,
+  // Before 6.2 (audit/task_cache_update.cc): a cached or atomic update,
   // a sync's announcement, and an atomic add overtaken by another.
   void on_task_cache_update(const rss_event& e);
   void on_cache_sync(const rss_event& e);
@@ -420,7 +420,7 @@ class DeltaReconstructor {
   void push_correction(const rss_event& e, MmState& st, int64_t rest);
   void push_cache_correction(const rss_event& e, MmState& st, int m,
                              int64_t delta);
-  // An RSS_EV_SNAPSHOT record (capture/snapshot_baseline.cc): the values
+  // An RSS_EV_SNAPSHOT record (audit/snapshot_baseline.cc): the values
   // the iterator read there, since 6.2 of an mm's counters, before of one
   // task's cache; with no mm, the end of a pass.
   void on_snapshot(const rss_event& e);
@@ -444,7 +444,7 @@ class DeltaReconstructor {
   // when none is kept.
   TaskState& task_at(uint32_t tid);
   TaskState* find_task(uint32_t tid);
-  bool stale(const MmState& st) const { return st.loss_epoch != loss_epoch_; }
+  bool stale(const MmState& st) const { return losses_.stale(st.loss_epoch); }
   // The mm at `addr` if alive, brought up to date; else null.
   MmState* live_mm(uint64_t addr);
   void push_life(MmState& mm, LifeKind kind, const rss_event& e);
@@ -494,10 +494,6 @@ class DeltaReconstructor {
   void emit(Pending& p, ReconstructorSink& sink);
   Pending& push(Pending::Type type, MmState& mm, uint64_t end_ns);
   Pending& push(Pending::Type type, uint64_t end_ns);  // of no mm
-  // The i-th pending event from the oldest; the capacity is a power of two.
-  Pending& at(size_t i) {
-    return pending_[(head_ + i) & (pending_.size() - 1)];
-  }
 
   ReconstructorOptions options_;
   ReconstructorStats stats_;
@@ -524,15 +520,11 @@ class DeltaReconstructor {
   // Per CPU, the mm of its latest owner update: the mm it runs, as far as
   // the stream shows (the capture has no hook on context switches).
   std::vector<MmKey> cpu_mm_;
-  // Events waiting for grace_ns, oldest at head_: a ring grown by doubling,
-  // so steady state allocates nothing.
-  std::vector<Pending> pending_;
-  size_t head_ = 0;
-  size_t size_ = 0;
-  uint64_t pushed_ = 0;        // events ever pushed: the next one's seq
-  uint64_t drops_seen_ = 0;    // the drop counter at the last on_drops()
-  bool flagged_loss_ = false;  // a record flagged after a loss since then
-  uint64_t loss_epoch_ = 0;    // losses so far (on_loss())
+  // Events waiting for grace_ns, oldest first; Pending::seq is their
+  // number in it.
+  PendingRing<Pending> pending_;
+  UnplacedDrops drops_;
+  LossEpoch losses_;
   SnapshotQueue* snapshots_ = nullptr;
   // Before 6.2: the pass under way and the mms whose tasks it has read.
   uint64_t snapshot_pass_ = 1;

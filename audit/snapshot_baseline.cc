@@ -16,7 +16,7 @@
 //   known at their next sync. The mm's value is the atomic plus every one
 //   of its tasks' caches, known when the last of them is.
 
-#include "capture/delta_reconstructor.h"
+#include "audit/delta_reconstructor.h"
 
 namespace rssaudit {
 

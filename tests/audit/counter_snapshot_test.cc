@@ -1,5 +1,5 @@
-// The snapshot iterator's output, decoded (capture/counter_snapshot.h).
-#include "capture/counter_snapshot.h"
+// The snapshot iterator's output, decoded (audit/counter_snapshot.h).
+#include "audit/counter_snapshot.h"
 
 #include <gtest/gtest.h>
 

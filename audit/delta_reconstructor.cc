@@ -1,6 +1,4 @@
-#include "capture/delta_reconstructor.h"
-
-#include <sched.h>
+#include "audit/delta_reconstructor.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +8,7 @@
 namespace rssaudit {
 
 DeltaReconstructor::DeltaReconstructor(const ReconstructorOptions& options)
-    : options_(options), cpu_mm_(options.nr_cpus), pending_(1024) {}
+    : options_(options), cpu_mm_(options.nr_cpus) {}
 
 DeltaReconstructor::~DeltaReconstructor() = default;
 
@@ -51,15 +49,9 @@ DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
 
 DeltaReconstructor::Pending& DeltaReconstructor::push(Pending::Type type,
                                                       uint64_t end_ns) {
-  if (size_ == pending_.size()) {
-    std::vector<Pending> bigger(pending_.size() * 2);
-    for (size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
-    pending_ = std::move(bigger);
-    head_ = 0;
-  }
-  Pending& p = at(size_++);
+  Pending& p = pending_.push();
   p.type = type;
-  p.seq = pushed_++;
+  p.seq = pending_.pushed() - 1;
   p.fold = false;
   p.count_steady = false;
   p.prev_fold = 0;
@@ -95,7 +87,7 @@ DeltaReconstructor::MmState& DeltaReconstructor::mm_state(const rss_event& e,
   slot = std::make_unique<MmState>();
   MmState& st = *slot;
   st.key = MmKey{addr, next_generation_++};
-  st.loss_epoch = loss_epoch_;
+  st.loss_epoch = losses_.now();
   st.from_zero = from_zero;
   st.count_known.fill(from_zero);
   st.synced.fill(from_zero);
@@ -145,7 +137,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   ++stats_.events;
   if (e.flags & RSS_EVF_AFTER_LOSS) {
     on_loss();
-    flagged_loss_ = true;
+    drops_.placed();
   }
   // Capped at the grace period: one odd record must not make every later
   // overlap scan walk the whole queue.
@@ -180,7 +172,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
       TaskState& task = tasks_[e.tid];
       task = TaskState{.mm = e.mm, .since_ns = e.start_ns, .cache_known = true};
       task.clone_seen = true;
-      task.loss_epoch = loss_epoch_;
+      task.loss_epoch = losses_.now();
       const auto flags = static_cast<uint64_t>(e.aux);
       // Without CLONE_VM the child got a brand-new mm.
       MmState& st = mm_state(e, !(flags & CLONE_VM), e.start_ns);
@@ -232,7 +224,7 @@ void DeltaReconstructor::on_event(const rss_event& e, ReconstructorSink& sink) {
   }
   if (e.start_ns > watermark_ns_) watermark_ns_ = e.start_ns;
   emit_ready(sink, false);
-  while (size_ > options_.max_pending) {
+  while (pending_.size() > options_.max_pending) {
     ++stats_.forced_emits;
     emit_oldest(sink);
   }
@@ -428,7 +420,7 @@ void DeltaReconstructor::forget_task(uint32_t tid) {
 DeltaReconstructor::TaskState& DeltaReconstructor::task_at(uint32_t tid) {
   const auto [it, created] = tasks_.try_emplace(tid);
   if (created)
-    it->second.loss_epoch = loss_epoch_;
+    it->second.loss_epoch = losses_.now();
   else
     catch_up(it->second);
   return it->second;
@@ -449,15 +441,14 @@ DeltaReconstructor::MmState* DeltaReconstructor::live_mm(uint64_t addr) {
 }
 
 void DeltaReconstructor::catch_up(TaskState& task) const {
-  if (task.loss_epoch == loss_epoch_) return;
+  if (!losses_.catch_up(task.loss_epoch)) return;
   // Before 6.2 a lost record may be a cached update or a fold.
   task.cache_known = false;
   task.syncing = 0;
-  task.loss_epoch = loss_epoch_;
 }
 
 void DeltaReconstructor::catch_up(MmState& st) {
-  if (!stale(st)) return;
+  if (!losses_.catch_up(st.loss_epoch)) return;
   st.folds_announced.fill(0);
   st.suspect_next.fill(false);
   st.slots.fill({});  // every slot unknown
@@ -467,14 +458,13 @@ void DeltaReconstructor::catch_up(MmState& st) {
   st.next_snapshot_ns = 0;
   st.snapshot_tasks.clear();
   st.awaiting_caches = false;
-  st.loss_epoch = loss_epoch_;
 }
 
 void DeltaReconstructor::on_loss() {
   ++stats_.losses;
   // Every mm is voided when next looked at (catch_up()), and the sink
   // hears of the loss once.
-  ++loss_epoch_;
+  losses_.lose();
   push(Pending::Type::kLoss, watermark_ns_);
 }
 
@@ -489,9 +479,7 @@ bool DeltaReconstructor::end_unseen(const MmKey& key) {
 }
 
 void DeltaReconstructor::on_drops(uint64_t total) {
-  if (total != drops_seen_ && !flagged_loss_) on_loss();
-  drops_seen_ = total;
-  flagged_loss_ = false;
+  if (drops_.after_drain(total)) on_loss();
 }
 
 void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
@@ -502,8 +490,8 @@ void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
   // Newest first (p is the newest); records are in reservation order, as
   // in mark_overlaps(). since_ns 0 (the task's first record of the mm)
   // bounds nothing: every held-back update of the counter is flagged.
-  for (size_t i = size_; i-- > 0;) {
-    Pending& q = at(i);
+  for (size_t i = pending_.size(); i-- > 0;) {
+    Pending& q = pending_.at(i);
     if (q.end_ns + max_span_ns_ + kLateSlackNs < since_ns) break;
     // The task's own earlier records came before this add.
     if (q.type == Pending::Type::kUpdate && q.mm == &st &&
@@ -531,9 +519,8 @@ void DeltaReconstructor::on_unlocked_add(Pending& p, MmState& st,
 void DeltaReconstructor::mark_overlaps(Pending& fold, uint64_t since_ns,
                                        uint64_t other_task_since_ns,
                                        uint64_t add_after_seq) {
-  const uint64_t head_seq = pushed_ - size_;
-  for (uint64_t next = fold.prev_fold; next > head_seq;) {
-    Pending& p = at(next - 1 - head_seq);
+  for (uint64_t next = fold.prev_fold; next && pending_.holds(next - 1);) {
+    Pending& p = pending_.by_seq(next - 1);
     next = p.prev_fold;
     // Records are in reservation order and each spans at most max_span_ns_,
     // so every record before one that ended max_span_ns_ before `since`
@@ -566,19 +553,18 @@ void DeltaReconstructor::flush(ReconstructorSink& sink) {
 }
 
 void DeltaReconstructor::emit_ready(ReconstructorSink& sink, bool all) {
-  while (size_ > 0) {
-    if (!all && pending_[head_].end_ns + options_.grace_ns >= watermark_ns_)
+  while (!pending_.empty()) {
+    if (!all && pending_.front().end_ns + options_.grace_ns >= watermark_ns_)
       break;
     emit_oldest(sink);
   }
 }
 
 void DeltaReconstructor::emit_oldest(ReconstructorSink& sink) {
-  Pending& p = pending_[head_];
+  Pending& p = pending_.front();
   emit(p, sink);
   p.dead.reset();
-  head_ = (head_ + 1) & (pending_.size() - 1);
-  --size_;
+  pending_.pop_front();
 }
 
 void DeltaReconstructor::emit(Pending& p, ReconstructorSink& sink) {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "audit/audit_pipeline.h"
 #include "bpf/rss_event.h"
-#include "capture/audit_pipeline.h"
 #include "core/formats/record_format.h"
 
 namespace rssaudit {

@@ -1,4 +1,4 @@
-#include "capture/counter_snapshot.h"
+#include "audit/counter_snapshot.h"
 
 #include <fmt/format.h>
 

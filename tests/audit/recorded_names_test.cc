@@ -1,4 +1,4 @@
-#include "capture/recorded_names.h"
+#include "audit/recorded_names.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "capture/unseen_ends.h"
+#include "audit/unseen_ends.h"
 
 #include <gtest/gtest.h>
 

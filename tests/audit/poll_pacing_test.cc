@@ -1,4 +1,4 @@
-#include "capture/poll_pacing.h"
+#include "audit/poll_pacing.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "capture/delta_reconstructor.h"
+#include "audit/delta_reconstructor.h"
 
 namespace rssaudit {
 
