@@ -11,7 +11,15 @@
 // programs (bpftrace) by a perf event.
 // Prints the median ns per page detached and attached and the median of
 // the per-round differences ("added" ns per update).
-// Usage (root): attach_toggle PROG_ID OWNER_PID PAIRS
+// With `both`, each pair is measured twice: the loop on CPU 0 alone, then
+// on CPU 0 and, in a second process (its own mm), on CPU 1 at once, and a
+// second line starting "both" gives the figures of the latter (ns per page
+// of the two CPUs' mean). A line of the capture's that every CPU writes per
+// update (a shared counter, a shared ring's head) moves between the CPUs
+// on every update when both fault: it shows as "both" adding more than
+// "alone". The records are then drained between rounds, not during them,
+// so that neither round pays the consumer's CPU time (both CPUs are busy).
+// Usage (root): attach_toggle PROG_ID OWNER_PID PAIRS [both]
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fmt/core.h>
@@ -19,6 +27,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,12 +142,13 @@ class Attachment {
   std::vector<int> fds_;
 };
 
-// Drains what the program writes, every 10 ms on CPU 1, while it lives:
-// its BPF ring buffers, or rssauditd's per-CPU streams (the `slots` and
-// `positions` maps) through the daemon's own StreamReader.
+// Drains what the program writes: its BPF ring buffers, or rssauditd's
+// per-CPU streams (the `slots` and `positions` maps) through the daemon's
+// own StreamReader. `concurrent`: every 10 ms on CPU 1 while it lives;
+// else only when drain_now() is called.
 class Drain {
  public:
-  explicit Drain(int prog_fd) {
+  Drain(int prog_fd, bool concurrent) {
     auto maps = rssaudit::bench::maps_of_program(prog_fd);
     if (maps.count("slots") && maps.count("positions")) {
       const auto& slots = maps["slots"];
@@ -157,7 +167,8 @@ class Drain {
         fail("opening the program's ring buffers");
       if (!rings_) fail("opening the program's ring buffer");
     }
-    if (rings_ || streams_) thread_ = std::thread([this] { run(); });
+    if (concurrent && (rings_ || streams_))
+      thread_ = std::thread([this] { run(); });
   }
   ~Drain() {
     stop_ = true;
@@ -176,16 +187,22 @@ class Drain {
   void run() {
     pin_to_cpu(1);
     while (!stop_) {
-      if (rings_) ring_buffer__consume(rings_);
-      if (streams_)
-        streams_->consume(
-            SIZE_MAX, rssaudit::monotonic_ns(), [this](const rss_event& e) {
-              read_record(this, const_cast<rss_event*>(&e), sizeof(e));
-            });
+      drain_now();
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
 
+ public:
+  void drain_now() {
+    if (rings_) ring_buffer__consume(rings_);
+    if (streams_)
+      streams_->consume(
+          SIZE_MAX, rssaudit::monotonic_ns(), [this](const rss_event& e) {
+            read_record(this, const_cast<rss_event*>(&e), sizeof(e));
+          });
+  }
+
+ private:
   ring_buffer* rings_ = nullptr;
   std::unique_ptr<rssaudit::StreamReader> streams_;
   std::atomic<bool> stop_{false};
@@ -193,12 +210,78 @@ class Drain {
   std::thread thread_;
 };
 
+// A second process (its own mm: no counter or page-table lock shared with
+// the first) pinned to CPU 1 that runs one round of the loop each time it
+// is told to, at the same moment as the caller's on CPU 0.
+class Partner {
+ public:
+  Partner() {
+    int to[2], from[2];
+    if (pipe(to) != 0 || pipe(from) != 0) fail("creating pipes");
+    pid_ = fork();
+    if (pid_ < 0) fail("forking the partner");
+    if (pid_ == 0) {
+      close(to[1]);
+      close(from[0]);
+      if (!pin_to_cpu(1)) _exit(1);
+      char go;
+      while (read(to[0], &go, 1) == 1) {
+        const double ns = rssaudit::bench::fault_round_ns_per_page();
+        if (write(from[1], &ns, sizeof(ns)) != sizeof(ns)) _exit(1);
+      }
+      _exit(0);
+    }
+    close(to[0]);
+    close(from[1]);
+    go_ = to[1];
+    done_ = from[0];
+  }
+  ~Partner() {
+    close(go_);
+    close(done_);
+    waitpid(pid_, nullptr, 0);
+  }
+  // One round on both CPUs: the mean ns per page of the two.
+  double round_with() {
+    const char go = 1;
+    if (write(go_, &go, 1) != 1) fail("starting the partner's round");
+    const double own = rssaudit::bench::fault_round_ns_per_page();
+    double theirs = -1;
+    if (read(done_, &theirs, sizeof(theirs)) != sizeof(theirs))
+      fail("reading the partner's round");
+    return own < 0 || theirs < 0 ? -1 : (own + theirs) / 2;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int go_ = -1, done_ = -1;
+};
+
+// Rounds alternately attached and detached: each attached round against
+// the detached rounds on either side of it.
+struct Toggled {
+  std::vector<double> detached, attached, added;
+  void first(double off) { detached.push_back(off); }
+  void pair(double on, double off) {
+    if (on < 0 || off < 0) fail("mapping 64 MiB");
+    added.push_back(on - (detached.back() + off) / 2);
+    attached.push_back(on);
+    detached.push_back(off);
+  }
+  void print(const char* prefix) const {
+    fmt::print(
+        "{}detached {:.1f} attached {:.1f} ns/page added {:.1f} ns/event\n",
+        prefix, median(detached), median(attached), median(added));
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace rssaudit::bench;
-  if (argc != 4) {
-    fmt::print(stderr, "usage: attach_toggle PROG_ID OWNER_PID PAIRS\n");
+  const bool both = argc == 5 && std::strcmp(argv[4], "both") == 0;
+  if (argc != 4 && !both) {
+    fmt::print(stderr, "usage: attach_toggle PROG_ID OWNER_PID PAIRS [both]\n");
     return 2;
   }
   const uint32_t prog_id = std::strtoul(argv[1], nullptr, 10);
@@ -215,22 +298,37 @@ int main(int argc, char** argv) {
     fail(fmt::format("pid {} holds no program id {}", owner, prog_id));
   }
   stop_owner(owner);
-  const Drain drain(prog_fd);
+  Drain drain(prog_fd, /*concurrent=*/!both);
   if (!pin_to_cpu(0)) fail("pinning to CPU 0");
 
   Attachment attachment(prog_fd, info.type == BPF_PROG_TYPE_TRACEPOINT);
   fault_round_ns_per_page();  // warm-up: pages the host took back return
-  std::vector<double> detached{fault_round_ns_per_page()}, attached, added;
+  Toggled alone, together;
+  alone.first(fault_round_ns_per_page());
+  if (!both) {
+    for (int i = 0; i < pairs; ++i) {
+      attachment.attach();
+      const double on = fault_round_ns_per_page();
+      attachment.detach();
+      alone.pair(on, fault_round_ns_per_page());
+    }
+    alone.print("");
+    return 0;
+  }
+  Partner partner;
+  together.first(partner.round_with());
   for (int i = 0; i < pairs; ++i) {
     attachment.attach();
     const double on = fault_round_ns_per_page();
     attachment.detach();
-    const double off = fault_round_ns_per_page();
-    if (on < 0 || off < 0) fail("mapping 64 MiB");
-    added.push_back(on - (detached.back() + off) / 2);
-    attached.push_back(on);
-    detached.push_back(off);
+    drain.drain_now();
+    alone.pair(on, fault_round_ns_per_page());
+    attachment.attach();
+    const double on_both = partner.round_with();
+    attachment.detach();
+    drain.drain_now();
+    together.pair(on_both, partner.round_with());
   }
-  fmt::print("detached {:.1f} attached {:.1f} ns/page added {:.1f} ns/event\n",
-             median(detached), median(attached), median(added));
+  alone.print("");
+  together.print("both ");
 }

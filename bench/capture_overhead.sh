@@ -20,6 +20,11 @@
 # Usage (root): bench/capture_overhead.sh BUILD_DIR [ROUNDS [PAIRS]]
 # RSSAUDITD=path measures another daemon build; COMPARE=path adds a second
 # daemon build, interleaved with the first (before/after comparisons).
+# BOTH=1: each pair also runs the loop on both CPUs at once (a second
+# process on CPU 1; attach_toggle `both`), records drained between rounds,
+# and a second line per mode gives the added cost with both CPUs faulting
+# and `cross`, what running both adds per update: a line every CPU writes
+# per update shows there.
 set -euo pipefail
 build=${1:?usage: capture_overhead.sh BUILD_DIR [ROUNDS [PAIRS]]}
 rounds=${2:-5}
@@ -74,7 +79,7 @@ measure() {  # $1: one of $modes; prints attach_toggle's line
   # the subshell, whose EXIT trap then never runs.
   local status=0
   "$build/bench/attach_toggle" "$(held_prog "$pid" "$prog")" "$pid" \
-    "$pairs" || status=$?
+    "$pairs" ${BOTH:+both} || status=$?
   return "$status"
 }
 
@@ -91,16 +96,20 @@ end_owner() {
   wait "$1" 2>/dev/null || true
 }
 
-declare -A detached attached added
+declare -A detached attached added detached2 attached2 added2
 for ((r = 0; r < rounds; r++)); do
   for mode in $modes; do
-    plus=""
-    read -r _ off _ on _ _ plus _ < <(measure "$mode") || true
-    if [ -z "$plus" ]; then
+    plus="" plus2=""
+    { read -r _ off _ on _ _ plus _
+      [ -z "${BOTH:-}" ] || read -r _ _ off2 _ on2 _ _ plus2 _
+    } < <(measure "$mode") || true
+    if [ -z "$plus" ] || { [ -n "${BOTH:-}" ] && [ -z "$plus2" ]; }; then
       echo "capture_overhead: $mode, round $((r + 1)): no figure (attach_toggle failed, above)" >&2
       exit 1
     fi
     detached[$mode]+="$off "; attached[$mode]+="$on "; added[$mode]+="$plus "
+    detached2[$mode]+="${off2:-} "; attached2[$mode]+="${on2:-} "
+    added2[$mode]+="${plus2:-} "
   done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -116,6 +125,23 @@ for mode in $modes; do
     printf "%-10s %7.1f -> %7.1f ns/page  added %6.1f ns/event  ratio %.2fx  of bpftrace %.2f  [%s]\n",
            mode, off, on, d, 1 + d / off, d / bt, all }'
 done
+# With both CPUs faulting: `cross` is the median over rounds of what
+# running both added per update, (both - alone) in each round.
+if [ -n "${BOTH:-}" ]; then
+  for mode in $modes; do
+    read -ra one <<<"${added[$mode]}"; read -ra two <<<"${added2[$mode]}"
+    cross=""
+    for i in "${!one[@]}"; do
+      cross+="$(awk -v a="${one[$i]}" -v b="${two[$i]}" 'BEGIN { print b - a }') "
+    done
+    awk -v mode="$mode" -v off="$(echo "${detached2[$mode]}" | median)" \
+        -v on="$(echo "${attached2[$mode]}" | median)" \
+        -v d="$(echo "${added2[$mode]}" | median)" \
+        -v x="$(echo "$cross" | median)" -v all="${cross% }" 'BEGIN {
+      printf "%-10s both CPUs %7.1f -> %7.1f ns/page  added %6.1f ns/event  cross %+6.1f ns/event  [%s]\n",
+             mode, off, on, d, x, all }'
+  done
+fi
 
 # The BPF side alone: run time per invocation of each capture program. Only
 # here: the statistics add two clock reads to every program run.

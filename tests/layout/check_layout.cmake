@@ -41,6 +41,7 @@ set(generated_rssaudit.skel.h capture)
 set(generated_rssaudit_kfuncs.skel.h capture)
 set(generated_stream_inject.skel.h bench)
 set(generated_tp_floor.skel.h bench)
+set(generated_line_cost.skel.h bench)
 
 set(violations 0)
 macro(violation where why)
