@@ -232,10 +232,14 @@ const char* exit_hook_name(ExitHook h) {
 }
 
 uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus) {
+  const bool automatic = bytes == 0;
+  if (automatic) bytes = kAutomaticStreamBytes;
   const uint64_t fit = std::min<uint64_t>(bytes / cpus / sizeof(rss_slot),
                                           (uint64_t{1} << 31) / cpus);
-  return static_cast<uint32_t>(
-      std::clamp<uint64_t>(std::bit_floor(fit), 4096, uint64_t{1} << 20));
+  return static_cast<uint32_t>(std::clamp<uint64_t>(
+      std::bit_floor(fit),
+      automatic ? kAutomaticMinSlotsPerCpu : kMinSlotsPerCpu,
+      kMaxSlotsPerCpu));
 }
 
 CaptureSupport probe_capture_support() {

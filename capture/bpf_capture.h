@@ -32,18 +32,30 @@ struct CaptureOptions {
   // This process's own mm is never captured (mapping its streams alone
   // makes thousands of updates). 0: the calling process.
   uint32_t self_tgid = 0;
-  // Memory for the per-CPU streams, shared out between the possible CPUs:
-  // each gets a power of two of 56-byte slots, 4 Ki to 1 Mi of them. 32 MiB
-  // on 2 CPUs gives each 256 Ki slots, 0.25 s of 1 M records/s on one CPU.
-  // The daemon polls before a stream can be a quarter full, and longer
-  // sleeps cost less per record: with 16 MiB its CPU time per record at
-  // 1 M/s was 15-25 ns more (bench/consumer_rate.sh).
-  size_t stream_bytes = size_t{32} << 20;
+  // Memory for the per-CPU streams, shared out between the possible CPUs
+  // (slots_per_cpu_for()); 0: automatic. The daemon polls before a stream
+  // can be a quarter full, and longer sleeps cost less per record: with
+  // 16 MiB its CPU time per record at 1 M/s was 15-25 ns more
+  // (bench/consumer_rate.sh).
+  size_t stream_bytes = 0;
 };
 
 // Each CPU's share of `bytes` of streams, in slots: a power of two within
-// [4 Ki, 1 Mi], and small enough that every slot index fits the BPF side's
-// 32 bits.
+// [kMinSlotsPerCpu, kMaxSlotsPerCpu], and small enough that every slot
+// index fits the BPF side's 32 bits; within `bytes` unless every CPU's
+// floor is more. Automatic (`bytes` 0): 32 MiB, at least 4 Ki slots per
+// CPU: 256 Ki each on 2 CPUs (0.25 s of 1 M records/s on one CPU), the
+// floor past 146 CPUs (84 MiB at 384, charged to the daemon's cgroup).
+// Not less by default: with the 1 Ki slots 32 MiB leaves each of 384
+// CPUs, this 2-CPU host lost 2.4-3.4% of its records to fault loops on
+// both CPUs and a fork storm, 0.8% with 4 Ki, none with 256 Ki (the loop
+// stalls up to ~0.1 s there; bench/stream_budget.sh). A budget that holds
+// at any CPU count needs fewer records and a drain the loop cannot stall
+// (issue 40); a host may choose a smaller one meanwhile, and count drops.
+inline constexpr size_t kAutomaticStreamBytes = size_t{32} << 20;
+inline constexpr uint32_t kAutomaticMinSlotsPerCpu = 4096;
+inline constexpr uint32_t kMinSlotsPerCpu = 512;
+inline constexpr uint32_t kMaxSlotsPerCpu = uint32_t{1} << 20;
 uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus);
 
 // Where a task's exit is recorded while its mm is still attached

@@ -299,7 +299,7 @@ Report gather(const CheckOptions& o) {
   if (r.blockers.empty()) {
     // The daemon's own open, so that a yes here is a yes there.
     CaptureOptions co;
-    co.stream_bytes = 0;  // the smallest streams
+    co.stream_bytes = 1;  // the smallest streams
     auto capture = BpfCapture::open(co);
     r.loaded = capture.has_value();
     if (capture) {

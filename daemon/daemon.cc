@@ -601,6 +601,7 @@ int run_daemon(const std::vector<std::string>& args) {
              reader_precision_text(readers));
   CaptureOptions co;
   co.target_tgid = options.pid;
+  co.stream_bytes = options.stream_kib << 10;
   Result<std::unique_ptr<BpfCapture>, CaptureError> capture =
       BpfCapture::open(co);
   if (!capture) {

@@ -62,6 +62,11 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "Longest poll period of the capture (shorter at high rates)")
       ->capture_default_str()
       ->check(whole_in(1, 1000, "milliseconds"));
+  app.add_option("--stream-kib", o.stream_kib,
+                 "Kernel memory of the capture's streams, all CPUs together "
+                 "(0: 32 MiB, at least 4 Ki records per CPU)")
+      ->capture_default_str()
+      ->check(whole_in(0, 4194304, "KiB"));
   app.add_option("--summary-interval", o.summary_s,
                  "Log a summary every this many seconds (0: off)")
       ->check(seconds_in(0.1, true));
@@ -299,6 +304,7 @@ std::vector<std::string> keep_restart_only(const DaemonOptions& running,
   keep(&DaemonOptions::db, "db");
   keep(&DaemonOptions::pid, "pid");
   keep(&DaemonOptions::poll_ms, "poll-ms");
+  keep(&DaemonOptions::stream_kib, "stream-kib");
   keep(&DaemonOptions::duration_s, "duration");
   keep(&DaemonOptions::socket, "socket");
   keep(&DaemonOptions::socket_group, "socket-group");

@@ -22,6 +22,9 @@ struct DaemonOptions {
   double duration_s = 0;  // 0: until SIGTERM/SIGINT
   uint32_t pid = 0;
   unsigned poll_ms = 50;
+  // Memory of the capture's per-CPU streams, shared out between the
+  // possible CPUs (CaptureOptions::stream_bytes); 0: automatic.
+  uint64_t stream_kib = 0;
   double summary_s = 0;
   size_t top = 20;
   std::string db = "rssaudit.db";

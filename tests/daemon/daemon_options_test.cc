@@ -203,6 +203,8 @@ TEST_F(DaemonOptionsTest, CountsAreWholeNumbersNeverWrappedNegatives) {
                                              {"--metrics-top", "0"},
                                              {"--metrics-processes", "1e3"},
                                              {"--poll-ms", "nan"},
+                                             {"--stream-kib", "-1"},
+                                             {"--stream-kib", "4194305"},
                                              {"--pid", "4194305"},
                                              {"--pid", "+7"}}) {
     const auto r = load(bad);
@@ -214,9 +216,12 @@ TEST_F(DaemonOptionsTest, CountsAreWholeNumbersNeverWrappedNegatives) {
     EXPECT_NE(r.error().message.find("got '" + bad[1] + "'"), std::string::npos)
         << r.error().message;
   }
-  const auto r = load({"--min-rss", "0", "--min-updates", "18446744073"});
+  const auto r = load({"--min-rss", "0", "--min-updates", "18446744073",
+                       "--stream-kib", "112"});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->recorder.min_updates, 18446744073u);
+  EXPECT_EQ(r->stream_kib, 112u);
+  EXPECT_EQ(load({})->stream_kib, 0u);  // automatic
 }
 
 // --walk takes PIDs as --pid does: 20 digits passed its check and threw
@@ -270,8 +275,10 @@ TEST_F(DaemonOptionsTest, RestartOnlyChangesAreNamed) {
   EXPECT_TRUE(keep_restart_only(a, b).empty());
   b.db = "other.db";
   b.metrics_listen = "127.0.0.1:9100";
+  b.stream_kib = 112;  // the streams are sized at load
   EXPECT_EQ(keep_restart_only(a, b),
-            (std::vector<std::string>{"db", "metrics-listen"}));
+            (std::vector<std::string>{"db", "stream-kib", "metrics-listen"}));
+  EXPECT_EQ(b.stream_kib, 0u);
 }
 
 }  // namespace
