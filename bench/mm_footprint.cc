@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   fmt::print("{:>6}  {:>22}  {:>22}  {:>18}\n", "CPUs",
              "bytes/mm, 1 CPU 1 thread", "bytes/mm, all CPUs 2 thr",
              "MiB per 10 000 (worst)");
-  for (uint32_t cpus : {2u, 64u, 384u, 1024u}) {
+  for (uint32_t cpus : {2u, 64u, 384u, 1024u, 8192u}) {
     double per_mm[2];
     for (const bool worst : {false, true}) {
       const size_t before = heap_bytes();

@@ -43,9 +43,9 @@ void on_free(const volatile void* p) {
     __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
 
 // What one record may add to the memory a replay holds: a new mm with its
-// models (~4 KiB at 8 192 CPUs beyond its ~3 KiB), or its first record in
-// another group of 64 CPUs (~16 KiB: bench/mm_footprint), with its task
-// and what the pipeline keeps of an ended mm. A snapshot or an unlocked
+// models (~23 KiB at 8 192 CPUs: bench/mm_footprint), or its first record
+// in another group of 16 CPUs (~4 KiB), with its task and what the
+// pipeline keeps of an ended mm. A snapshot or an unlocked
 // add once wrote every CPU of an mm: 1 MiB at 8 192 CPUs.
 constexpr size_t kBytesPerRecord = 32 << 10;
 constexpr size_t kBytesFixed = 256 << 10;

@@ -25,16 +25,20 @@ TEST(PerCpuArray, ReadsTheInitialValueUntilWritten) {
   EXPECT_EQ(a.get(0), 7);
 }
 
+constexpr uint32_t kChunk = PerCpuArray<int>::kChunk;
+
 TEST(PerCpuArray, AllocatesOnlyTheChunksWritten) {
-  PerCpuArray<int> a(200);  // chunks 0-63, 64-127, 128-191, 192-199
-  a.at(70) = 1;
-  a.at(199) = 2;
+  // The last chunk is cut short: 8 CPUs past the last whole chunk.
+  const uint32_t n = 12 * kChunk + 8;
+  PerCpuArray<int> a(n);
+  a.at(kChunk + 6) = 1;  // the second chunk
+  a.at(n - 1) = 2;       // the last, short one
   const std::vector<uint32_t> cpus = allocated_cpus(a);
-  ASSERT_EQ(cpus.size(), 64u + 8u) << "the last chunk stops at CPU 199";
-  EXPECT_EQ(cpus.front(), 64u);
-  EXPECT_EQ(cpus[63], 127u);
-  EXPECT_EQ(cpus[64], 192u);
-  EXPECT_EQ(cpus.back(), 199u);
+  ASSERT_EQ(cpus.size(), kChunk + 8) << "the last chunk stops at CPU n - 1";
+  EXPECT_EQ(cpus.front(), kChunk);
+  EXPECT_EQ(cpus[kChunk - 1], 2 * kChunk - 1);
+  EXPECT_EQ(cpus[kChunk], 12 * kChunk);
+  EXPECT_EQ(cpus.back(), n - 1);
 }
 
 TEST(PerCpuArray, FillSetsWrittenAndUnwrittenCpus) {
@@ -54,7 +58,7 @@ TEST(PerCpuArray, UpdateAllReachesEveryCpuAndAllocatesNothing) {
   a.update_all([](int& v) { v *= 10; });
   EXPECT_EQ(a.get(4000), 50);
   EXPECT_EQ(a.get(8191), 10) << "an unallocated CPU";
-  EXPECT_EQ(allocated_cpus(a).size(), 64u) << "CPU 4000's chunk only";
+  EXPECT_EQ(allocated_cpus(a).size(), kChunk) << "CPU 4000's chunk only";
 }
 
 TEST(PerCpuArray, FewerCpusThanAChunk) {
