@@ -175,6 +175,15 @@ class Drain {
     if (thread_.joinable()) thread_.join();
     ring_buffer__free(rings_);
   }
+  // Reads every record written so far, once.
+  void drain_now() {
+    if (rings_) ring_buffer__consume(rings_);
+    if (streams_)
+      streams_->consume(
+          SIZE_MAX, rssaudit::monotonic_ns(), [this](const rss_event& e) {
+            read_record(this, const_cast<rss_event*>(&e), sizeof(e));
+          });
+  }
 
  private:
   static int read_record(void* self, void* data, size_t size) {
@@ -192,17 +201,6 @@ class Drain {
     }
   }
 
- public:
-  void drain_now() {
-    if (rings_) ring_buffer__consume(rings_);
-    if (streams_)
-      streams_->consume(
-          SIZE_MAX, rssaudit::monotonic_ns(), [this](const rss_event& e) {
-            read_record(this, const_cast<rss_event*>(&e), sizeof(e));
-          });
-  }
-
- private:
   ring_buffer* rings_ = nullptr;
   std::unique_ptr<rssaudit::StreamReader> streams_;
   std::atomic<bool> stop_{false};
