@@ -31,6 +31,9 @@ class PendingRing {
   }
   // The i-th entry from the oldest.
   T& at(size_t i) { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  const T& at(size_t i) const {
+    return ring_[(head_ + i) & (ring_.size() - 1)];
+  }
   T& front() { return ring_[head_]; }
   void pop_front() {
     head_ = (head_ + 1) & (ring_.size() - 1);

@@ -16,26 +16,26 @@
 //   known at their next sync. The mm's value is the atomic plus every one
 //   of its tasks' caches, known when the last of them is.
 
-#include "audit/delta_reconstructor.h"
+#include "audit/reconstruction_core.h"
 
 namespace rssaudit {
 
-void DeltaReconstructor::on_snapshot(const rss_event& e) {
+void ReconstructionCore::on_snapshot(const rss_event& e) {
   std::optional<CounterSnapshot> s =
-      snapshots_ ? snapshots_->take(static_cast<uint64_t>(e.aux))
+      snapshots ? snapshots->take(static_cast<uint64_t>(e.aux))
                  : std::nullopt;
   if (!e.mm) {
     // The end of a pass: every task of the mms it read was read.
-    for (const MmKey& key : pass_mms_)
+    for (const MmKey& key : pass_mms)
       if (MmState* st = live_mm(key.addr); st && st->key == key)
         complete_task_snapshot(*st, end_of(e));
-    pass_mms_.clear();
-    ++snapshot_pass_;
+    pass_mms.clear();
+    ++snapshot_pass;
     return;
   }
-  ++stats_.snapshots;
+  ++stats.snapshots;
   if (!s || s->head.mm != e.mm) {
-    ++stats_.snapshots_unread;
+    ++stats.snapshots_unread;
     return;
   }
   // Only an mm the audit holds: one that made no update since the capture
@@ -48,13 +48,13 @@ void DeltaReconstructor::on_snapshot(const rss_event& e) {
     apply_task_snapshot(*st, *s, e);
 }
 
-void DeltaReconstructor::apply_percpu_snapshot(MmState& st,
+void ReconstructionCore::apply_percpu_snapshot(MmState& st,
                                                const CounterSnapshot& s,
                                                const rss_event& e) {
   const uint64_t time = start_of(e);
   st.next_snapshot_ns = time + kSnapshotRetryNs;
   if (s.head.flags & RSS_SNAP_TRUNCATED) {
-    stats_.snapshot_raced += kMembers;
+    stats.snapshot_raced += kMembers;
     return;
   }
   uint8_t members = 0;
@@ -62,7 +62,7 @@ void DeltaReconstructor::apply_percpu_snapshot(MmState& st,
   for (int m = 0; m < kMembers; ++m) {
     if (st.synced[m]) continue;
     if (s.head.count[m] != s.head.count_after[m]) {
-      ++stats_.snapshot_raced;
+      ++stats.snapshot_raced;
       continue;
     }
     const int64_t count = s.head.count[m];
@@ -79,7 +79,7 @@ void DeltaReconstructor::apply_percpu_snapshot(MmState& st,
       slot.after_ns = time;
     });
     for (const rss_snapshot_slot& slot : s.slots)  // the last of a CPU wins
-      if (slot.member == m && slot.cpu < options_.nr_cpus &&
+      if (slot.member == m && slot.cpu < options.nr_cpus &&
           (slot.value != 0 || st.slots.get(slot.cpu)[m].value != 0))
         st.slots.at(slot.cpu)[m].value = slot.value;
     int64_t value = count;
@@ -89,7 +89,7 @@ void DeltaReconstructor::apply_percpu_snapshot(MmState& st,
     values[m] = value;
     counts[m] = count;
     members |= static_cast<uint8_t>(1u << m);
-    ++stats_.snapshot_members;
+    ++stats.snapshot_members;
   }
   if (!members) return;
   Pending& p = push(Pending::Type::kBaseline, st, time);
@@ -98,15 +98,15 @@ void DeltaReconstructor::apply_percpu_snapshot(MmState& st,
   p.baseline_count = counts;
 }
 
-void DeltaReconstructor::apply_task_snapshot(MmState& st,
+void ReconstructionCore::apply_task_snapshot(MmState& st,
                                              const CounterSnapshot& s,
                                              const rss_event& e) {
   st.task_cache = true;
   st.next_snapshot_ns = start_of(e) + kSnapshotRetryNs;
-  if (st.snapshot_pass != snapshot_pass_) {
-    st.snapshot_pass = snapshot_pass_;
+  if (st.snapshot_pass != snapshot_pass) {
+    st.snapshot_pass = snapshot_pass;
     st.snapshot_tasks.clear();
-    pass_mms_.push_back(st.key);
+    pass_mms.push_back(st.key);
   }
   st.snapshot_tasks.push_back(e.tid);
   TaskState& task = task_at(e.tid);
@@ -114,7 +114,7 @@ void DeltaReconstructor::apply_task_snapshot(MmState& st,
   if (s.head.flags & RSS_SNAP_TASK_QUIET) {
     if (task.cache_known &&
         !std::equal(task.cache.begin(), task.cache.end(), s.head.cache))
-      ++stats_.snapshot_mismatches;
+      ++stats.snapshot_mismatches;
     std::copy(s.head.cache, s.head.cache + kMembers, task.cache.begin());
     task.cache_known = true;
   }
@@ -123,7 +123,7 @@ void DeltaReconstructor::apply_task_snapshot(MmState& st,
   for (int m = 0; m < kMembers; ++m) {
     if (st.count_known[m]) continue;
     if (s.head.count[m] != s.head.count_after[m]) {
-      ++stats_.snapshot_raced;
+      ++stats.snapshot_raced;
       continue;
     }
     st.count[m] = s.head.count[m];
@@ -131,7 +131,7 @@ void DeltaReconstructor::apply_task_snapshot(MmState& st,
   }
 }
 
-void DeltaReconstructor::complete_task_snapshot(MmState& st, uint64_t time_ns) {
+void ReconstructionCore::complete_task_snapshot(MmState& st, uint64_t time_ns) {
   uint8_t members = 0;
   std::array<std::optional<int64_t>, kMembers> values{}, counts{};
   bool waiting = false;
@@ -154,7 +154,7 @@ void DeltaReconstructor::complete_task_snapshot(MmState& st, uint64_t time_ns) {
     values[m] = value;
     counts[m] = st.count[m];
     members |= static_cast<uint8_t>(1u << m);
-    ++stats_.snapshot_members;
+    ++stats.snapshot_members;
   }
   st.awaiting_caches = waiting;
   if (!members) return;
@@ -164,19 +164,19 @@ void DeltaReconstructor::complete_task_snapshot(MmState& st, uint64_t time_ns) {
   p.baseline_count = counts;
 }
 
-void DeltaReconstructor::check_snapped(SlotState& slot, Pending& p,
+void ReconstructionCore::check_snapped(SlotState& slot, Pending& p,
                                        int32_t slot_after) {
   if (!slot.snapped) return;
   slot.snapped = false;
   if (slot_after != slot.value) return;
-  ++stats_.snapshot_absorbed;
+  ++stats.snapshot_absorbed;
   flag_ambiguous(p.info);
 }
 
-std::vector<uint64_t> DeltaReconstructor::snapshot_candidates(
+std::vector<uint64_t> ReconstructionCore::snapshot_candidates(
     uint64_t now_ns, size_t max) const {
   std::vector<uint64_t> out;
-  for (const auto& [addr, st] : mms_) {
+  for (const auto& [addr, st] : mms) {
     if (out.size() >= max) break;
     // A loss since it was looked at voided it (catch_up()).
     const bool voided = stale(*st);

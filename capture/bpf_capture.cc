@@ -597,7 +597,7 @@ uint64_t BpfCapture::hook_misses() const { return misses(true); }
 // another run of it is in progress on the CPU (one that was preempted),
 // nor a tracepoint a program nested in itself. Those of the hooks that
 // announce syncs and exits (`hooks`) lose no update: a fold is told
-// without its announcement (audit/task_cache_update.cc).
+// without its announcement (audit/task_cache_decoder.cc).
 uint64_t BpfCapture::misses(bool hooks) const {
   uint64_t sum = 0;
   bpf_program* p = nullptr;

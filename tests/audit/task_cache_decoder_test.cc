@@ -1,4 +1,4 @@
-// The reconstruction of a kernel before 6.2 (audit/task_cache_update.cc):
+// The reconstruction of a kernel before 6.2 (audit/task_cache_decoder.cc):
 // records as bpf/task_cache.bpf.c writes them, fed through the
 // reconstructor into the audit pipeline.
 #include <gtest/gtest.h>

@@ -10,21 +10,21 @@
 #include <cstdlib>
 #include <limits>
 
-#include "audit/delta_reconstructor.h"
+#include "audit/task_cache_decoder.h"
 
 namespace rssaudit {
 
-void DeltaReconstructor::on_cache_sync(const rss_event& e) {
+void TaskCacheDecoder::on_cache_sync(const rss_event& e) {
   const int m = e.member;
   const auto bit = static_cast<uint8_t>(1u << m);
   // exit_mm() syncs again after the task's exit record: nothing is left
   // to fold then, and the task must not come back.
-  if (!e.aux && !find_task(e.tid)) return;
-  TaskState& task = task_at(e.tid);
-  if (m == 0) ++stats_.syncs;
+  if (!e.aux && !core_.find_task(e.tid)) return;
+  TaskState& task = core_.task_at(e.tid);
+  if (m == 0) ++core_.stats.syncs;
   if (task.cache_known && task.cache[m] != e.aux) {
-    ++stats_.sync_mismatches;
-    push_cache_correction(e, mm_state(e, false, start_of(e)), m,
+    ++core_.stats.sync_mismatches;
+    push_cache_correction(e, core_.mm_state(e, false, core_.start_of(e)), m,
                           e.aux - task.cache[m]);
   }
   task.cache[m] = static_cast<int32_t>(e.aux);
@@ -32,23 +32,23 @@ void DeltaReconstructor::on_cache_sync(const rss_event& e) {
   if (e.aux && !(task.syncing & bit)) {
     task.syncing |= bit;
     task.syncing_mm = e.mm;
-    ++mm_state(e, false, start_of(e)).folds_announced[m];
+    ++core_.mm_state(e, false, core_.start_of(e)).folds_announced[m];
   }
   // Four records, in member order: after the last the whole cache is known,
   // which may complete a snapshot of its mm.
   if (m == kMembers - 1) {
     task.cache_known = true;
-    if (MmState* mm = live_mm(e.mm); mm && mm->awaiting_caches)
-      complete_task_snapshot(*mm, end_of(e));
+    if (MmState* mm = core_.live_mm(e.mm); mm && mm->awaiting_caches)
+      core_.complete_task_snapshot(*mm, core_.end_of(e));
   }
 }
 
-void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
+void TaskCacheDecoder::on_update(const rss_event& e) {
   const int m = e.member;
   const bool owner = e.flags & RSS_EVF_OWNER;
-  MmState& st = update_mm(e);
+  MmState& st = core_.update_mm(e);
   st.task_cache = true;
-  const uint64_t start = start_of(e), end = end_of(e);
+  const uint64_t start = core_.start_of(e), end = core_.end_of(e);
   // The atomic's move since the counter's previous record in the sequence.
   // Summed over records it telescopes to the atomic's own move even where
   // adds took their places in the sequence out of order, so each record
@@ -66,13 +66,13 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   int32_t fold_pages = 0;
   if ((e.flags & RSS_EVF_ATOMIC) && owner) {
     const auto cache_now = static_cast<int16_t>(e.faults);
-    TaskState* known = find_task(e.tid);
+    TaskState* known = core_.find_task(e.tid);
     if (known && (known->syncing >> m & 1)) {
       folding = known;
       fold_pages = folding->sync_pages[m];
       if (cache_now != fold_pages) {
         // The kernel folds what its cache holds at the add.
-        ++stats_.sync_mismatches;
+        ++core_.stats.sync_mismatches;
         push_cache_correction(e, st, m, int64_t{cache_now} - fold_pages);
         fold_pages = cache_now;
         ambiguous = true;
@@ -81,14 +81,14 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
       --st.folds_announced[m];
     } else if (cache_now != 0 && st.count_known[m] && moved == cache_now &&
                !ambiguous && e.slot == 0) {
-      ++stats_.unannounced_folds;
-      folding = &task_at(e.tid);
+      ++core_.stats.unannounced_folds;
+      folding = &core_.task_at(e.tid);
       fold_pages = cache_now;
       ambiguous = true;
     } else if (known && known->cache_known && std::abs(cache_now) < 0x7fff &&
                known->cache[m] != cache_now) {
       // A cached update or a fold went unseen: the cache is the kernel's.
-      ++stats_.sync_mismatches;
+      ++core_.stats.sync_mismatches;
       push_cache_correction(e, st, m, int64_t{cache_now} - known->cache[m]);
       known->cache[m] = cache_now;
     }
@@ -105,12 +105,12 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
     TaskState& task = *folding;
     const int64_t rest = moved - fold_pages;
     if (st.count_known[m] && rest != 0 && e.slot == 0 && !ambiguous)
-      ++stats_.sync_mismatches;
+      ++core_.stats.sync_mismatches;
     task.cache[m] = 0;
     st.suspect_next[m] = false;
     st.count[m] = e.aux;
     st.count_known[m] = true;
-    Pending& p = push(Pending::Type::kCacheFold, st, end);
+    Pending& p = core_.push(Pending::Type::kCacheFold, st, end);
     p.chained = true;
     p.life =
         LifeEvent{LifeKind::kCacheSync, e.tid, e.cpu, static_cast<uint32_t>(m)};
@@ -125,8 +125,8 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
     return;
   }
 
-  ++stats_.updates;
-  Pending& p = push(Pending::Type::kUpdate, st, end);
+  ++core_.stats.updates;
+  Pending& p = core_.push(Pending::Type::kUpdate, st, end);
   p.update.time_ns = start;
   p.update.task = e.tid;
   p.update.cpu = e.cpu;
@@ -139,17 +139,17 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
   p.info.tgid = e.tgid;
   p.info.task_cache = true;
   // (An atomic record's fault field holds the cache, not faults.)
-  if (owner && (e.flags & RSS_EVF_CACHED)) owner_update(e, p);
+  if (owner && (e.flags & RSS_EVF_CACHED)) core_.owner_update(e, p);
   if (e.flags & RSS_EVF_CACHED) {
     p.update.delta = e.slot;
-    if (owner && last_task_->cache_known) {
+    if (owner && core_.last_task->cache_known) {
       // The kernel's cache is an int: a sum past it is no kernel's, and
       // the cache is then not known.
-      const int64_t sum = int64_t{last_task_->cache[m]} + e.slot;
+      const int64_t sum = int64_t{core_.last_task->cache[m]} + e.slot;
       if (sum == static_cast<int32_t>(sum))
-        last_task_->cache[m] = static_cast<int32_t>(sum);
+        core_.last_task->cache[m] = static_cast<int32_t>(sum);
       else
-        last_task_->cache_known = false;
+        core_.last_task->cache_known = false;
     }
     // The atomic is unchanged; the stream's own chain of it, once known,
     // is in sequence order with the other records.
@@ -182,18 +182,18 @@ void DeltaReconstructor::on_task_cache_update(const rss_event& e) {
 // update or a fold went unseen; the kernel's own figure says so): given to
 // the task's cache as an update of its own, flagged, so that the per_task
 // model caches what the kernel caches and the exact value counts the pages.
-void DeltaReconstructor::push_cache_correction(const rss_event& e, MmState& st,
+void TaskCacheDecoder::push_cache_correction(const rss_event& e, MmState& st,
                                                int m, int64_t delta) {
   if (delta == 0) return;
-  ++stats_.updates;
-  Pending& p = push(Pending::Type::kUpdate, st, end_of(e));
-  p.update.time_ns = start_of(e);
+  ++core_.stats.updates;
+  Pending& p = core_.push(Pending::Type::kUpdate, st, core_.end_of(e));
+  p.update.time_ns = core_.start_of(e);
   p.update.task = e.tid;
   p.update.cpu = e.cpu;
   p.update.member = static_cast<uint8_t>(m);
   p.update.flags = kUpdateByOwner | kUpdateInFault;
   p.update.delta = static_cast<int32_t>(delta);  // a cache is an int
-  p.info.end_ns = end_of(e);
+  p.info.end_ns = core_.end_of(e);
   p.info.tgid = e.tgid;
   p.info.task_cache = true;
   p.info.kernel_count = st.count_known[m] ? st.count[m] : e.aux;
@@ -204,16 +204,16 @@ void DeltaReconstructor::push_cache_correction(const rss_event& e, MmState& st,
 // the cache it folded: those are other adds' (their records took their
 // deltas from counts that held the fold), given back as an update of the
 // group, flagged, so that the exact value stays the sum of the stream.
-void DeltaReconstructor::push_correction(const rss_event& e, MmState& st,
+void TaskCacheDecoder::push_correction(const rss_event& e, MmState& st,
                                          int64_t rest) {
-  ++stats_.updates;
-  Pending& p = push(Pending::Type::kUpdate, st, end_of(e));
-  p.update.time_ns = start_of(e);
+  ++core_.stats.updates;
+  Pending& p = core_.push(Pending::Type::kUpdate, st, core_.end_of(e));
+  p.update.time_ns = core_.start_of(e);
   p.update.task = e.tid;
   p.update.cpu = e.cpu;
   p.update.member = e.member;
   p.update.flags = kUpdateByOwner;
-  p.info.end_ns = end_of(e);
+  p.info.end_ns = core_.end_of(e);
   p.info.tgid = e.tgid;
   p.info.task_cache = true;
   p.info.kernel_count = e.aux;
@@ -234,22 +234,22 @@ void DeltaReconstructor::push_correction(const rss_event& e, MmState& st,
 // `p`'s add, which came at most grace_ns before its record (longer, and it
 // is counted late): they are flagged, and so is the counter's next one,
 // whose predecessor in the atomic is then not known.
-void DeltaReconstructor::on_overtaken_add(Pending& p, MmState& st) {
-  ++stats_.reordered;
+void TaskCacheDecoder::on_overtaken_add(Pending& p, MmState& st) {
+  ++core_.stats.reordered;
   const int m = p.update.member;
   flag_ambiguous(p.info);
   const uint64_t start = p.update.time_ns;
   const uint64_t since =
-      start > options_.grace_ns ? start - options_.grace_ns : 0;
-  for (size_t i = pending_.size(); i-- > 0;) {
-    Pending& q = pending_.at(i);
-    if (q.end_ns + max_span_ns_ + kLateSlackNs < since) break;
+      start > core_.options.grace_ns ? start - core_.options.grace_ns : 0;
+  for (size_t i = core_.pending.size(); i-- > 0;) {
+    Pending& q = core_.pending.at(i);
+    if (q.end_ns + core_.max_span_ns + ReconstructionCore::kLateSlackNs < since) break;
     // The task's own earlier adds came before this one.
     if (q.chained && q.mm == &st && q.update.member == m &&
         q.update.task != p.update.task)
       flag_ambiguous(q.info);
   }
-  if (st.emitted_update_end[m] + kLateSlackNs >= since) ++stats_.late_overlaps;
+  if (st.emitted_update_end[m] + ReconstructionCore::kLateSlackNs >= since) ++core_.stats.late_overlaps;
   st.suspect_next[m] = true;
 }
 
