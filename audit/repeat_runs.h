@@ -2,9 +2,12 @@
 // identical update to the same (mm, member), one that moves neither the
 // kernel's `count` nor anything a timed record would carry, so that a
 // record with a repeat count could stand for the run and every model would
-// still see every update exactly (#40 item 2). Measured on recordings
-// (bench/record_runs) before the capture carries such a count; the rule the
-// BPF side would apply, kept here so that both sides agree.
+// still see every update exactly (#40 item 2). The capture applies this rule
+// (bpf/rss_stat.bpf.c repeat_run(), bpf/rss_event.h) with two more
+// conditions no record shows: the task was not switched out since, and it
+// is its mm's only user. So bench/record_runs, which applies it to
+// recordings made before the capture sent repeats, gives an upper bound of
+// what the capture saves.
 //
 // A record r repeats its CPU's previous record p when both are updates
 // (since 6.2 with a non-zero slot, or before 6.2 to a task's cache) by the

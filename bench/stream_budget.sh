@@ -7,6 +7,7 @@
 # each CPU what a 32 MiB budget would give each of 384 (issue 40).
 # (Each CPU gets a power of two of 56-byte slots within KIB, 512 at least;
 # 0: automatic, capture/bpf_capture.h.)
+# RSSAUDITD=path measures another daemon build.
 # Usage (root): bench/stream_budget.sh BUILD [SECONDS] KIB...
 set -euo pipefail
 build=${1:?usage: stream_budget.sh BUILD [SECONDS] KIB...}
@@ -17,7 +18,7 @@ cpus=$(nproc)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 for kib in "$@"; do
-  "$build/daemon/rssauditd" --stream-kib "$kib" --db "$dir/h.db" \
+  "${RSSAUDITD:-$build/daemon/rssauditd}" --stream-kib "$kib" --db "$dir/h.db" \
     --duration $((seconds + 8)) --socket none >"$dir/log" 2>&1 &
   daemon=$!
   sleep 3

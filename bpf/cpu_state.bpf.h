@@ -7,6 +7,28 @@
 
 #include "capture.bpf.h"
 
+/* This CPU's latest update record from on_rss_stat (see repeat_run() in
+ * rss_stat.bpf.c): what it showed, at which stream position, and what it
+ * moved since the update record before it, when both were one task's
+ * non-zero-slot updates of one counter (`open`: a repeat may join it). */
+struct cpu_run {
+  __u64 mm;
+  __u64 pos;      /* its position in this CPU's stream */
+  __u64 switches; /* its task's nvcsw + nivcsw then */
+  __s64 count;
+  __s32 slot;
+  __s32 slot_move;
+  __u32 tid;
+  __u16 faults;
+  __u16 fault_move;
+  __u8 member;
+  __u8 flags;
+  __u8 preempt;
+  __u8 known; /* the fields above are of a published update */
+  __u8 open;
+  __u8 pad[7];
+};
+
 struct cpu_state {
   __u64 offset;  /* __per_cpu_offset[this CPU] */
   __u64 scratch; /* launders pointers into plain numbers */
@@ -22,6 +44,7 @@ struct cpu_state {
   __u64 fault_total;
   /* This CPU's preemption count, or 0: unknown (learn_preempt_count()). */
   __u64 preempt_at;
+  struct cpu_run run;
 };
 
 RSSAUDIT_SHARED struct {

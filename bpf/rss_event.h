@@ -76,7 +76,8 @@ struct rss_event {
   __u32 tgid;
   __s32 slot;    /* UPDATE: this CPU's slot of the counter after the add */
   __u32 span_ns; /* end - start: `aux` and `slot` were read in between;
-                    UPDATE with a non-zero slot: 0, its end not taken */
+                    UPDATE with a non-zero slot: 0, its end not taken; in
+                    the stream, the repeats that joined it (below) */
   __u16 cpu;
   __u16 faults; /* UPDATE by the owner: the task's page faults so far
                    (min_flt + maj_flt, plus a user fault in progress), mod
@@ -102,6 +103,24 @@ struct rss_event {
  * the records of all CPUs. A BPF ring buffer (a lock with interrupts off
  * and an atomic exchange on a cold header per record) cost 36-134 ns more
  * per record here (docs/kernel.md). */
+/* A repeat: an update identical to its CPU's latest record, an UPDATE with
+ * a non-zero slot, joins that record instead of taking a slot of its own
+ * while the consumer has not read it: the record's span_ns counts them. Same
+ * task, no context switch of it since, its mm's only user (so no other
+ * CPU's update of the mm falls between), same counter, flags and
+ * preemption depth, untimed, `count` unchanged, and it moves the slot and
+ * the task's fault total by what the record moved them since the update
+ * record before it on this CPU, which was one by the same task of the same
+ * counter (rss_stat.bpf.c repeat_run()). The consumer closes a record by
+ * setting RSS_REPEATS_CLOSED with an atomic exchange, which returns the
+ * repeats, and hands over the record and its repeats, each moved on by that
+ * move (capture/stream_reader.h): the audit sees every update. */
+#define RSS_REPEATS_CLOSED 0x80000000u
+/* Both sides change span_ns through the aligned 64-bit word it shares with
+ * `slot` (little-endian: span_ns is its upper half), one size of atomic. */
+#define RSS_REPEAT_WORD (1ULL << 32)
+#define RSS_REPEATS_CLOSED_WORD ((__u64)RSS_REPEATS_CLOSED << 32)
+
 struct rss_slot {
   __u64 seq; /* taken after the checks: every seq has exactly one record */
   struct rss_event event;
@@ -188,6 +207,10 @@ static_assert(sizeof(rss_snapshot_slot) == 8, "rss_snapshot_slot is 8 bytes");
 static_assert(sizeof(rss_event) == 48, "rss_event is a fixed 48-byte ABI");
 static_assert(alignof(rss_event) == 8, "rss_event is 8-byte aligned");
 static_assert(sizeof(rss_slot) == 56, "rss_slot is a fixed 56-byte ABI");
+static_assert(__builtin_offsetof(rss_event, slot) % 8 == 0 &&
+                  __builtin_offsetof(rss_event, span_ns) ==
+                      __builtin_offsetof(rss_event, slot) + 4,
+              "slot and span_ns share one aligned 64-bit word");
 static_assert(sizeof(rss_stream_position) == 128, "two cache lines");
 #else
 _Static_assert(sizeof(struct rss_event) == 48, "rss_event size");

@@ -84,6 +84,81 @@ static __always_inline void note_seen(struct cpu_state* cs, bool noted,
   cs->seen_count[member & 3] = count;
 }
 
+/* A repeat of this CPU's latest record (rss_event.h, RSS_REPEATS_CLOSED):
+ * counted in that record's span_ns if the record is still this CPU's newest
+ * and the consumer has not closed it; true when it was. The stream is held
+ * busy meanwhile, as a reservation holds it: no other program on this CPU
+ * writes a record in between. Atomic: the consumer's exchange may close the
+ * record at the same moment. */
+static __always_inline bool repeat_run(struct cpu_state* cs,
+                                       struct task_struct* cur,
+                                       struct mm_struct* mm, int member,
+                                       __u32 tid, __u8 flags, __u8 preempt,
+                                       __s64 count, __s32 slot, __u16 faults) {
+  struct cpu_run* r = &cs->run;
+  if (!r->open || r->mm != (__u64)mm || r->member != member ||
+      r->tid != tid || r->flags != flags || r->preempt != preempt ||
+      r->count != count || slot - r->slot != r->slot_move ||
+      (__u16)(faults - r->faults) != r->fault_move ||
+      cur->nvcsw + cur->nivcsw != r->switches || mm->mm_users.counter != 1)
+    return false;
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
+  if (!at || *(volatile __u64*)&at->busy) return false;
+  *(volatile __u64*)&at->busy = 1;
+  asm volatile("" ::: "memory");
+  bool joined = false;
+  if (*(volatile __u64*)&at->head == r->pos + 1) {
+    __u32 index = cpu * slots_per_cpu + (__u32)(r->pos & (slots_per_cpu - 1));
+    struct rss_slot* s = bpf_map_lookup_elem(&slots, &index);
+    if (s) {
+      /* The 64-bit word of slot and span_ns (no 32-bit atomics before
+       * -mcpu=v3); the slot in it does not change. */
+      __u64* word = (__u64*)&s->event.slot;
+      __u64 old = *(volatile __u64*)word;
+      joined = !(old & RSS_REPEATS_CLOSED_WORD) &&
+               __sync_val_compare_and_swap(word, old, old + RSS_REPEAT_WORD) ==
+                   old;
+    }
+  }
+  asm volatile("" ::: "memory");
+  *(volatile __u64*)&at->busy = 0;
+  if (!joined) {
+    r->open = 0;
+    return false;
+  }
+  r->slot = slot;
+  r->faults = faults;
+  return true;
+}
+
+/* After an update record at position `pos` is published: it becomes the
+ * record a repeat may join, if it moved what the update record before it
+ * on this CPU (the same task's, of the same counter, non-zero slot) left. */
+static __always_inline void note_run(struct cpu_state* cs,
+                                     struct task_struct* cur, __u64 mm,
+                                     int member, __u32 tid, __u8 flags,
+                                     __u8 preempt, __s64 count, __s32 slot,
+                                     __u16 faults, __u64 pos) {
+  struct cpu_run* r = &cs->run;
+  const bool follows = r->known && r->mm == mm && r->member == member &&
+                       r->tid == tid && r->slot != 0 && slot != 0;
+  r->slot_move = slot - r->slot;
+  r->fault_move = faults - r->faults;
+  r->open = follows;
+  r->known = 1;
+  r->mm = mm;
+  r->pos = pos;
+  r->switches = cur->nvcsw + cur->nivcsw;
+  r->count = count;
+  r->slot = slot;
+  r->tid = tid;
+  r->faults = faults;
+  r->member = member;
+  r->flags = flags;
+  r->preempt = preempt;
+}
+
 SEC("tp_btf/rss_stat")
 int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   /* Before f1a7941243c1 the counters are plain atomics, which user space
@@ -128,15 +203,25 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     flags = RSS_EVF_CREATING;
   }
 
+  const __u8 preempt = preempt_depth(cs);
+  if (!start_ns && slot != 0 &&
+      repeat_run(cs, cur, mm, member, tid, flags, preempt, count, slot,
+                 faults))
+    return 0;
+
   /* Reserve before reading `count`: a record earlier in the sequence then
    * always has its add before this record's read (the daemon relies on it). */
   struct stream_claim claim;
   struct rss_event* e = event_reserve(&claim, RSS_EV_UPDATE, (__u64)mm, tid,
                                       tgid, start_ns, flags);
-  if (!e) return 0;
+  if (!e) {
+    cs->run.known = 0; /* the next record follows a lost one */
+    cs->run.open = 0;
+    return 0;
+  }
   e->member = member;
   e->faults = faults;
-  e->preempt = preempt_depth(cs);
+  e->preempt = preempt;
   __s64 after = pc->count;
   e->aux = after;
   e->slot = slot;
@@ -154,6 +239,9 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
     if (after == count) e->flags |= RSS_EVF_COUNT_STEADY;
   }
   note_seen(cs, noted, (__u64)mm, epoch, member, after);
+  const __u64 pos = claim.at->head;
   stream_publish(&claim);
+  note_run(cs, cur, (__u64)mm, member, tid, flags, preempt, after, slot, faults,
+           pos);
   return 0;
 }

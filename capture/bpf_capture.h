@@ -179,6 +179,8 @@ class BpfCapture {
   // written because the kernel skipped a run of an update program
   // (recursion misses). A few syscalls: call per drain, not per event.
   uint64_t drops() const;
+  // Updates that travelled as repeats of a record (StreamReader::repeats()).
+  uint64_t repeats() const { return streams_->repeats(); }
   // Runs of the sync and exit hooks the kernel skipped: their records are
   // missing, no update is (a kprobe's skips go uncounted before 6.7).
   uint64_t hook_misses() const;

@@ -55,7 +55,9 @@ class LiveAudit {
   uint64_t lag_ns(uint64_t now_ns) const {
     return now_ns > caught_up_ns_ ? now_ns - caught_up_ns_ : 0;
   }
-  uint64_t records() const { return records_; }
+  // Events handed to the audit: the records, and each repeat a record
+  // carried (bpf/rss_event.h).
+  uint64_t events() const { return events_; }
 
   const BpfCapture& capture() const { return *capture_; }
   const ReconstructorStats& stats() const { return reconstructor_.stats(); }
@@ -70,7 +72,7 @@ class LiveAudit {
   UnseenEnds unseen_ends_;
   SnapshotPasses passes_;
   const PollPacing pacing_;
-  uint64_t records_ = 0;
+  uint64_t events_ = 0;
   uint64_t last_drain_ns_;
   uint64_t caught_up_ns_;  // when the last drain that emptied the streams
                            // began (or construction)

@@ -33,7 +33,7 @@ size_t positions_bytes(uint32_t cpus) {
 
 }  // namespace
 
-StreamReader::StreamReader(const rss_slot* slots,
+StreamReader::StreamReader(rss_slot* slots,
                            rss_stream_position* positions, uint32_t cpus,
                            uint32_t slots_per_cpu)
     : slots_(slots),
@@ -42,7 +42,8 @@ StreamReader::StreamReader(const rss_slot* slots,
       slots_per_cpu_(slots_per_cpu),
       mask_(slots_per_cpu - 1),
       heads_(cpus),
-      tails_(cpus) {
+      tails_(cpus),
+      previous_(cpus) {
   heap_.reserve(cpus);
   for (uint32_t c = 0; c < cpus; ++c)
     tails_[c] = heads_[c] =
@@ -51,8 +52,8 @@ StreamReader::StreamReader(const rss_slot* slots,
 
 Result<std::unique_ptr<StreamReader>> StreamReader::map(
     int slots_fd, int positions_fd, uint32_t cpus, uint32_t slots_per_cpu) {
-  Result<void*> slots =
-      map_array(slots_fd, slots_bytes(cpus, slots_per_cpu), PROT_READ, "slots");
+  Result<void*> slots = map_array(slots_fd, slots_bytes(cpus, slots_per_cpu),
+                                  PROT_READ | PROT_WRITE, "slots");
   if (!slots) return unexpected(std::move(slots).error());
   Result<void*> positions = map_array(positions_fd, positions_bytes(cpus),
                                       PROT_READ | PROT_WRITE, "positions");
@@ -61,7 +62,7 @@ Result<std::unique_ptr<StreamReader>> StreamReader::map(
     return unexpected(std::move(positions).error());
   }
   std::unique_ptr<StreamReader> r(new StreamReader(
-      static_cast<const rss_slot*>(*slots),
+      static_cast<rss_slot*>(*slots),
       static_cast<rss_stream_position*>(*positions), cpus, slots_per_cpu));
   r->mapped_ = true;
   return r;
@@ -69,7 +70,7 @@ Result<std::unique_ptr<StreamReader>> StreamReader::map(
 
 StreamReader::~StreamReader() {
   if (!mapped_) return;
-  munmap(const_cast<rss_slot*>(slots_), slots_bytes(cpus_, slots_per_cpu_));
+  munmap(slots_, slots_bytes(cpus_, slots_per_cpu_));
   munmap(positions_, positions_bytes(cpus_));
 }
 

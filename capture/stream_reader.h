@@ -10,6 +10,8 @@
 // CPU) holds back every later record until a later drain; one still missing
 // kStallNs after it was first seen missing is skipped and counted as lost,
 // so a stream the BPF side left inconsistent can never stall the audit.
+// A record some repeats joined (bpf/rss_event.h) is handed over as itself
+// followed by each repeat, so the audit sees one record per update.
 #pragma once
 
 #include <algorithm>
@@ -30,12 +32,13 @@ class StreamReader {
  public:
   // Maps the two maps (BPF_F_MMAPABLE arrays of `cpus` * `slots_per_cpu`
   // rss_slot and `cpus` rss_stream_position), or says which call failed.
+  // Both writable: the reader closes records to repeats and frees slots.
   static Result<std::unique_ptr<StreamReader>> map(int slots_fd,
                                                    int positions_fd,
                                                    uint32_t cpus,
                                                    uint32_t slots_per_cpu);
   // Over memory the caller owns and keeps: the same layout (tests).
-  StreamReader(const rss_slot* slots, rss_stream_position* positions,
+  StreamReader(rss_slot* slots, rss_stream_position* positions,
                uint32_t cpus, uint32_t slots_per_cpu);
   StreamReader(const StreamReader&) = delete;
   StreamReader& operator=(const StreamReader&) = delete;
@@ -79,9 +82,9 @@ class StreamReader {
       }
       // This stream's run of consecutive numbers.
       for (;;) {
-        const rss_slot& s = front(c);
+        rss_slot& s = front(c);
         next_seq_ = std::max<uint64_t>(next_seq_, s.seq + 1);
-        fn(s.event);
+        hand_over(c, s, fn);
         ++n;
         if (++tails_[c] % kPublishEvery == 0) publish(c);
         if (tails_[c] == heads_[c] || n == max) break;
@@ -96,8 +99,13 @@ class StreamReader {
     return n;
   }
 
-  // Sequence numbers skipped because no record came for them.
-  uint64_t skipped() const { return skipped_; }
+  // Sequence numbers skipped because no record came for them, and repeats
+  // that could not be handed over (their record did not follow an update
+  // of the same counter by the same task: no stream the BPF side writes).
+  uint64_t skipped() const { return skipped_ + unexpanded_; }
+  // Updates that travelled as repeats of a record (bpf/rss_event.h) and
+  // were handed over as records of their own.
+  uint64_t repeats() const { return repeats_; }
   // Records the programs could not write (a full or busy stream), as the
   // BPF side counts them in each CPU's position: a read of shared memory,
   // no syscall.
@@ -121,9 +129,60 @@ class StreamReader {
   static constexpr uint64_t kStallNs = 200'000'000;
 
  private:
-  const rss_slot& front(uint32_t c) const {
+  rss_slot& front(uint32_t c) {
     return slots_[size_t(c) * slots_per_cpu_ + (tails_[c] & mask_)];
   }
+  // Hands over the record in `s` and the repeats that joined it, after
+  // closing it to more (bpf/rss_event.h, RSS_REPEATS_CLOSED): each repeat
+  // is the record moved on by what the record moved the slot and the
+  // task's faults since the CPU's update record before it.
+  template <class Fn>
+  void hand_over(uint32_t c, rss_slot& s, Fn& fn) {
+    rss_event e = s.event;
+    uint32_t repeats = 0;
+    if (e.kind == RSS_EV_UPDATE && e.slot != 0 &&
+        !(e.flags & (RSS_EVF_CACHED | RSS_EVF_ATOMIC))) {
+      auto* word = reinterpret_cast<uint64_t*>(&s.event.slot);
+      repeats = static_cast<uint32_t>(
+                    __atomic_fetch_or(word, RSS_REPEATS_CLOSED_WORD,
+                                      __ATOMIC_ACQ_REL) >>
+                    32) &
+                ~RSS_REPEATS_CLOSED;
+      e.span_ns = 0;
+    }
+    PreviousUpdate& prev = previous_[c];
+    if (repeats && !prev.of(e)) {
+      unexpanded_ += repeats;
+      repeats = 0;
+    }
+    const int32_t slot_move = e.slot - prev.slot;
+    const auto fault_move = static_cast<uint16_t>(e.faults - prev.faults);
+    fn(e);
+    if (repeats) {
+      e.start_ns = 0;  // a repeat is untimed
+      e.flags &= static_cast<uint8_t>(~RSS_EVF_AFTER_LOSS);
+      for (uint32_t i = 0; i < repeats; ++i) {
+        e.slot += slot_move;
+        e.faults = static_cast<uint16_t>(e.faults + fault_move);
+        fn(e);
+      }
+      repeats_ += repeats;
+    }
+    if (e.kind == RSS_EV_UPDATE)
+      prev = PreviousUpdate{true, e.mm, e.tid, e.slot, e.faults, e.member};
+  }
+  // A CPU's latest update record handed over.
+  struct PreviousUpdate {
+    bool known = false;
+    uint64_t mm = 0;
+    uint32_t tid = 0;
+    int32_t slot = 0;
+    uint16_t faults = 0;
+    uint8_t member = 0;
+    bool of(const rss_event& e) const {
+      return known && mm == e.mm && member == e.member && tid == e.tid;
+    }
+  };
   // Frees the slots consumed so far for the producers.
   void publish(uint32_t c) {
     __atomic_store_n(&positions_[c].tail, tails_[c], __ATOMIC_RELEASE);
@@ -132,13 +191,14 @@ class StreamReader {
   // Frees producer slots often enough during a long drain.
   static constexpr uint64_t kPublishEvery = 1024;
 
-  const rss_slot* slots_;
+  rss_slot* slots_;
   rss_stream_position* positions_;
   uint32_t cpus_, slots_per_cpu_;
   uint64_t mask_;
   std::vector<uint64_t> heads_, tails_;
   std::vector<std::pair<uint64_t, uint32_t>> heap_;  // (front seq, cpu)
-  uint64_t next_seq_ = 0, skipped_ = 0;
+  std::vector<PreviousUpdate> previous_;
+  uint64_t next_seq_ = 0, skipped_ = 0, unexpanded_ = 0, repeats_ = 0;
   uint64_t missing_since_ns_ = 0;  // 0: nothing missing
   bool held_back_ = false;
   bool mapped_ = false;  // by map(): the destructor unmaps

@@ -85,8 +85,12 @@ void record(const RecordOptions& o) {
   for (const RecordedName& name : to_name.ready(UINT64_MAX))
     file.append_name(name);
   file.close();
-  fmt::print(stderr, "rssaudit: recorded {} events to {} ({} dropped)\n",
-             file.events(), o.output, capture->drops());
+  // Repeats reached this process inside the record they joined
+  // (bpf/rss_event.h): the file holds each as an event of its own.
+  fmt::print(stderr,
+             "rssaudit: recorded {} events to {} ({} dropped; {} of them "
+             "travelled as repeats)\n",
+             file.events(), o.output, capture->drops(), capture->repeats());
 }
 
 struct ReplayOptions {

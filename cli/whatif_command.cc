@@ -351,7 +351,7 @@ void whatif_live(const WhatifOptions& o) {
     s.live_comm = comm_of(sampler, o.pid);
     s.name = fmt::format("pid {} ({})", o.pid, *s.live_comm);
   }
-  s.events = live.records();
+  s.events = live.events();
   s.stats = live.stats();
   s.drops = live.capture().drops();
   require_mms(o, s, audit);

@@ -208,9 +208,9 @@ class Daemon {
   void note_rate() {
     const uint64_t now = monotonic_ns();
     if (rate_since_ns_ != 0 && now > rate_since_ns_)
-      events_per_s_ = double(live_.records() - rate_events_) * 1e9 /
+      events_per_s_ = double(live_.events() - rate_events_) * 1e9 /
                       double(now - rate_since_ns_);
-    rate_since_ns_ = now, rate_events_ = live_.records();
+    rate_since_ns_ = now, rate_events_ = live_.events();
   }
   // Why /healthz answers 503, or empty: the capture is drained on time.
   // (A failing history is reported by rssaudit_store_ok: the audit goes on.)
@@ -234,7 +234,7 @@ class Daemon {
     h.counting = run_.counting;
     h.status_precise = run_.status_precise;
     h.page_size = run_.page_size;
-    h.events = live_.records();
+    h.events = live_.events();
     h.events_per_s = events_per_s_;
     h.drops = live_.capture().drops();
     h.ambiguous = live_.stats().ambiguous;

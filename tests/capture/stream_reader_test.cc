@@ -32,6 +32,11 @@ class Streams {
     else
       ++unpublished_[cpu];
   }
+  // The record written last on `cpu`.
+  rss_event& last(uint32_t cpu) {
+    const uint64_t pos = positions_[cpu].head + unpublished_[cpu] - 1;
+    return slots_[cpu * per_cpu_ + pos % per_cpu_].event;
+  }
   // Publishes what write(..., false) left unpublished on `cpu`.
   void publish(uint32_t cpu) {
     positions_[cpu].head += unpublished_[cpu];
@@ -144,6 +149,64 @@ TEST(StreamReader, FollowsStreamsAroundTheirSlots) {
     ASSERT_EQ(drain(r), want) << "round " << round;
   }
   EXPECT_EQ(s.at(0).tail + s.at(1).tail, seq);
+}
+
+// An owner's anon update by task 7 of mm 0x5000, as on_rss_stat writes it.
+void make_update(rss_event& e, int32_t slot, uint16_t faults,
+                 uint32_t repeats = 0) {
+  e.kind = RSS_EV_UPDATE;
+  e.mm = 0x5000;
+  e.member = 1;
+  e.tid = e.tgid = 7;
+  e.flags = RSS_EVF_OWNER | RSS_EVF_IN_FAULT;
+  e.slot = slot;
+  e.faults = faults;
+  e.span_ns = repeats;
+}
+
+TEST(StreamReader, HandsOverEachRepeatAsItsOwnUpdateAndClosesTheRecord) {
+  Streams s(2, 16);
+  s.write(0, 0);
+  make_update(s.last(0), 3, 40);
+  s.write(0, 1);
+  make_update(s.last(0), 4, 41, /*repeats=*/3);
+  s.last(0).flags |= RSS_EVF_AFTER_LOSS;
+  s.write(1, 2);
+  StreamReader r = s.reader();
+  std::vector<rss_event> got;
+  r.consume(100, 1, [&](const rss_event& e) { got.push_back(e); });
+  ASSERT_EQ(got.size(), 6u);
+  // The record, then its repeats: each moves the slot and the faults on
+  // by what the record moved them (+1, +1), untimed, the loss said once.
+  for (size_t i = 1; i < 5; ++i) {
+    EXPECT_EQ(got[i].slot, static_cast<int32_t>(3 + i)) << i;
+    EXPECT_EQ(got[i].faults, 40 + i) << i;
+    EXPECT_EQ(got[i].span_ns, 0u) << i;
+    EXPECT_EQ(got[i].mm, 0x5000u) << i;
+    EXPECT_EQ(bool(got[i].flags & RSS_EVF_AFTER_LOSS), i == 1) << i;
+  }
+  EXPECT_EQ(got[5].cpu, 1u);  // the next record in sequence
+  EXPECT_EQ(r.repeats(), 3u);
+  EXPECT_EQ(r.skipped(), 0u);
+  // Closed: a repeat that comes now takes a record of its own.
+  EXPECT_EQ(s.last(0).span_ns, RSS_REPEATS_CLOSED | 3u);
+  EXPECT_EQ(s.last(1).span_ns, 0u) << "no update: left as it was";
+  EXPECT_EQ(s.at(0).tail, 2u);
+}
+
+TEST(StreamReader, RepeatsOfARecordThatFollowsNoSuchUpdateAreCountedLost) {
+  Streams s(1, 16);
+  s.write(0, 0);
+  make_update(s.last(0), 3, 40);
+  s.write(0, 1);
+  make_update(s.last(0), 4, 41, /*repeats=*/2);
+  s.last(0).tid = 8;  // another task's: its move is not known
+  StreamReader r = s.reader();
+  std::vector<rss_event> got;
+  r.consume(100, 1, [&](const rss_event& e) { got.push_back(e); });
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(r.repeats(), 0u);
+  EXPECT_EQ(r.skipped(), 2u);
 }
 
 }  // namespace

@@ -303,12 +303,18 @@ TEST_F(CaptureTest, MigratingFaultLoopIsExactAtEveryUpdate) {
   }
   EXPECT_EQ(rest.sum, rest.rss_anon);
   EXPECT_GE(zero_slots_with_an_end, folds_at_least);
+  // The one-thread child's runs of one-page faults travel as repeats of a
+  // record (bpf/rss_event.h), and every one of them was exact above.
+  EXPECT_GT(capture_->repeats(), 0u);
   std::printf(
       "[ info ] %zu updates of the child's mm (%zu by the child), all "
       "exact; %zu one-page faults; %zu timed at both ends, %zu of %zu "
-      "records untimed; RssAnon at rest %lld pages\n",
+      "records untimed; %llu updates of the capture travelled as repeats; "
+      "RssAnon at rest %lld pages\n",
       updates.size(), by_child, faults_of_one_page, zero_slots_with_an_end,
-      untimed, raw_updates, static_cast<long long>(rest.rss_anon));
+      untimed, raw_updates,
+      static_cast<unsigned long long>(capture_->repeats()),
+      static_cast<long long>(rest.rss_anon));
 }
 
 // A buffer the kernel fills (read() from /dev/zero) faults in kernel mode,
