@@ -93,6 +93,12 @@ RSSAUDIT_SHARED __u64 target_mm RSSAUDIT_ZERO;
  * stream. Taken before reserving: the flagged record is then always after
  * the failure. One load per record when nothing was lost. */
 RSSAUDIT_SHARED __u32 loss_pending RSSAUDIT_ZERO;
+/* Counts snapshot records (snapshot.bpf.c place()), each bumped after its
+ * record's number is taken and before its reads: a repeat may join a record
+ * only while no snapshot has begun since that record's number was taken
+ * (rss_stat.bpf.c repeat_run()), so every add placed before a snapshot is
+ * in what it reads. Written once per snapshot, read per update. */
+RSSAUDIT_SHARED __u64 snapshot_epoch RSSAUDIT_ZERO;
 /* Counts exit_mmap calls: an mm address seen before one may be another mm
  * after it (see needs_time() in rss_stat.bpf.c). */
 RSSAUDIT_SHARED __u64 mm_epoch RSSAUDIT_ZERO;

@@ -15,6 +15,7 @@ struct cpu_run {
   __u64 mm;
   __u64 pos;      /* its position in this CPU's stream */
   __u64 switches; /* its task's nvcsw + nivcsw then */
+  __u64 snapshots; /* snapshot_epoch before its number was taken */
   __s64 count;
   __s32 slot;
   __s32 slot_move;

@@ -107,7 +107,9 @@ struct rss_event {
  * a non-zero slot, joins that record instead of taking a slot of its own
  * while the consumer has not read it: the record's span_ns counts them. Same
  * task, no context switch of it since, its mm's only user (so no other
- * CPU's update of the mm falls between), same counter, flags and
+ * CPU's update of the mm falls between), no snapshot begun since the
+ * record's number was taken (so every add placed before a snapshot is in
+ * what it reads), same counter, flags and
  * preemption depth, untimed, `count` unchanged, and it moves the slot and
  * the task's fault total by what the record moved them since the update
  * record before it on this CPU, which was one by the same task of the same

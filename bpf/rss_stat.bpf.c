@@ -100,7 +100,8 @@ static __always_inline bool repeat_run(struct cpu_state* cs,
       r->tid != tid || r->flags != flags || r->preempt != preempt ||
       r->count != count || slot - r->slot != r->slot_move ||
       (__u16)(faults - r->faults) != r->fault_move ||
-      cur->nvcsw + cur->nivcsw != r->switches || mm->mm_users.counter != 1)
+      cur->nvcsw + cur->nivcsw != r->switches || mm->mm_users.counter != 1 ||
+      *(volatile __u64*)&snapshot_epoch != r->snapshots)
     return false;
   __u32 cpu = bpf_get_smp_processor_id();
   struct rss_stream_position* at = bpf_map_lookup_elem(&positions, &cpu);
@@ -139,7 +140,8 @@ static __always_inline void note_run(struct cpu_state* cs,
                                      struct task_struct* cur, __u64 mm,
                                      int member, __u32 tid, __u8 flags,
                                      __u8 preempt, __s64 count, __s32 slot,
-                                     __u16 faults, __u64 pos) {
+                                     __u16 faults, __u64 pos,
+                                     __u64 snapshots) {
   struct cpu_run* r = &cs->run;
   const bool follows = r->known && r->mm == mm && r->member == member &&
                        r->tid == tid && r->slot != 0 && slot != 0;
@@ -150,6 +152,7 @@ static __always_inline void note_run(struct cpu_state* cs,
   r->mm = mm;
   r->pos = pos;
   r->switches = cur->nvcsw + cur->nivcsw;
+  r->snapshots = snapshots;
   r->count = count;
   r->slot = slot;
   r->tid = tid;
@@ -209,6 +212,9 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
                  faults))
     return 0;
 
+  /* Before the number is taken (its atomic add orders it): a snapshot
+   * placed after this record bumps it before reading (capture.bpf.h). */
+  const __u64 snapshots = *(volatile __u64*)&snapshot_epoch;
   /* Reserve before reading `count`: a record earlier in the sequence then
    * always has its add before this record's read (the daemon relies on it). */
   struct stream_claim claim;
@@ -242,6 +248,6 @@ int BPF_PROG(on_rss_stat, struct mm_struct* mm, int member) {
   const __u64 pos = claim.at->head;
   stream_publish(&claim);
   note_run(cs, cur, (__u64)mm, member, tid, flags, preempt, after, slot, faults,
-           pos);
+           pos, snapshots);
   return 0;
 }

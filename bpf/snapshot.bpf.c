@@ -80,6 +80,8 @@ static __always_inline __u64 place(struct task_struct* task, __u64 mm) {
       event_reserve(&claim, RSS_EV_SNAPSHOT, mm, task->pid, task->tgid,
                     bpf_ktime_get_ns(), RSS_EVF_OWNER);
   if (!e) return 0;
+  /* After the number, before the reads (capture.bpf.h): a full barrier. */
+  __sync_fetch_and_add(&snapshot_epoch, 1);
   const __u64 id = ++snapshot_id;
   e->aux = (__s64)id;
   stream_publish(&claim);
