@@ -37,13 +37,13 @@ uint64_t LiveAudit::drain(ReconstructorSink& sink) {
   do {
     const auto got = static_cast<uint64_t>(
         capture_->poll(polled_ns, kDrainChunk, [&](const rss_event& e) {
-          ++events_;  // a record, or a repeat it carried
           reconstructor_.on_event(e, sink);
         }));
     n += got;
     full = got == kDrainChunk;
   } while (full && n < BpfCapture::kMaxPerPoll &&
            monotonic_ns() - polled_ns < kDrainBudgetNs);
+  records_ += n;
   reconstructor_.on_drops(capture_->drops());
   // Every record published before polled_ns has been handed over only if
   // the poll emptied the streams: not if it stopped at its slice's end,

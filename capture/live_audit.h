@@ -57,7 +57,7 @@ class LiveAudit {
   }
   // Events handed to the audit: the records, and each repeat a record
   // carried (bpf/rss_event.h).
-  uint64_t events() const { return events_; }
+  uint64_t events() const { return records_ + capture_->repeats(); }
 
   const BpfCapture& capture() const { return *capture_; }
   const ReconstructorStats& stats() const { return reconstructor_.stats(); }
@@ -72,7 +72,7 @@ class LiveAudit {
   UnseenEnds unseen_ends_;
   SnapshotPasses passes_;
   const PollPacing pacing_;
-  uint64_t events_ = 0;
+  uint64_t records_ = 0;
   uint64_t last_drain_ns_;
   uint64_t caught_up_ns_;  // when the last drain that emptied the streams
                            // began (or construction)

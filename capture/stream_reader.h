@@ -138,10 +138,13 @@ class StreamReader {
   // task's faults since the CPU's update record before it.
   template <class Fn>
   void hand_over(uint32_t c, rss_slot& s, Fn& fn) {
+    if (s.event.kind != RSS_EV_UPDATE) {
+      fn(s.event);
+      return;
+    }
     rss_event e = s.event;
     uint32_t repeats = 0;
-    if (e.kind == RSS_EV_UPDATE && e.slot != 0 &&
-        !(e.flags & (RSS_EVF_CACHED | RSS_EVF_ATOMIC))) {
+    if (e.slot != 0 && !(e.flags & (RSS_EVF_CACHED | RSS_EVF_ATOMIC))) {
       auto* word = reinterpret_cast<uint64_t*>(&s.event.slot);
       repeats = static_cast<uint32_t>(
                     __atomic_fetch_or(word, RSS_REPEATS_CLOSED_WORD,
@@ -168,8 +171,7 @@ class StreamReader {
       }
       repeats_ += repeats;
     }
-    if (e.kind == RSS_EV_UPDATE)
-      prev = PreviousUpdate{true, e.mm, e.tid, e.slot, e.faults, e.member};
+    prev = PreviousUpdate{true, e.mm, e.tid, e.slot, e.faults, e.member};
   }
   // A CPU's latest update record handed over.
   struct PreviousUpdate {
