@@ -587,8 +587,9 @@ std::optional<exited_process> BpfCapture::exited(uint32_t tgid) const {
   return who;
 }
 
-uint64_t BpfCapture::drops() const {
-  return streams_->skipped() + streams_->dropped() + misses(false);
+CaptureLosses BpfCapture::losses() const {
+  return CaptureLosses{streams_->dropped(), streams_->unpublished(),
+                       streams_->unexpanded(), misses(false)};
 }
 
 uint64_t BpfCapture::hook_misses() const { return misses(true); }

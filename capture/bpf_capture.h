@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "capture/capture_losses.h"
 #include "capture/preemption_model.h"
 #include "capture/snapshot_iterator.h"
 #include "capture/stream_reader.h"
@@ -174,11 +175,15 @@ class BpfCapture {
   // (StreamReader::held_back()).
   bool held_back() const { return streams_->held_back(); }
 
-  // Records lost since open: refused by a full stream (counted in BPF,
-  // summed over CPUs), never published (StreamReader::skipped()), or never
-  // written because the kernel skipped a run of an update program
-  // (recursion misses). A few syscalls: call per drain, not per event.
-  uint64_t drops() const;
+  // Records lost since open, by cause: refused by a full stream (counted
+  // in BPF, summed over CPUs), never published (StreamReader::
+  // unpublished()), repeats that could not be handed over (StreamReader::
+  // unexpanded()), or never written because the kernel skipped a run of an
+  // update program (recursion misses). A few syscalls: call per drain, not
+  // per event.
+  CaptureLosses losses() const;
+  // Their sum.
+  uint64_t drops() const { return losses().total(); }
   // Updates that travelled as repeats of a record (StreamReader::repeats()).
   uint64_t repeats() const { return streams_->repeats(); }
   // Runs of the sync and exit hooks the kernel skipped: their records are

@@ -99,10 +99,12 @@ class StreamReader {
     return n;
   }
 
-  // Sequence numbers skipped because no record came for them, and repeats
-  // that could not be handed over (their record did not follow an update
-  // of the same counter by the same task: no stream the BPF side writes).
-  uint64_t skipped() const { return skipped_ + unexpanded_; }
+  // Sequence numbers skipped because no record came for them.
+  uint64_t unpublished() const { return skipped_; }
+  // Repeats that could not be handed over (their record did not follow an
+  // update of the same counter by the same task: no stream the BPF side
+  // writes).
+  uint64_t unexpanded() const { return unexpanded_; }
   // Updates that travelled as repeats of a record (bpf/rss_event.h) and
   // were handed over as records of their own.
   uint64_t repeats() const { return repeats_; }

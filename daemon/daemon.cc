@@ -490,7 +490,7 @@ class Daemon {
   }
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
-                      live_.capture().drops(), live_.capture().hook_misses(),
+                      live_.capture().losses(), live_.capture().hook_misses(),
                       lag_s(), double(loop_delay_.take()) / 1e9, pipeline_,
                       recorder_.stats(), *store_, options_.top, exited_lookup(),
                       sampler_);

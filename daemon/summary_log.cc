@@ -18,7 +18,8 @@ std::string live_comm(ProcessSampler& sampler, uint32_t tgid) {
 }  // namespace
 
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
-                       const ReconstructorStats& stats, uint64_t drops,
+                       const ReconstructorStats& stats,
+                       const CaptureLosses& losses,
                        uint64_t hook_misses, double lag_s,
                        double loop_delay_s,
                        const AuditPipeline& pipeline,
@@ -32,7 +33,9 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
       "unlocked={} late={} depth_unknown={} syncs={} "
       "sync_mismatches={} reordered={} unannounced_folds={} "
-      "hook_misses={} drops={} losses={} forced_emits={} lag_s={:.3f} "
+      "hook_misses={} drops={} drops_stream_full={} drops_unpublished={} "
+      "drops_unexpanded={} drops_missed_runs={} losses={} forced_emits={} "
+      "lag_s={:.3f} "
       "loop_delay_max_s={:.3f} "
       "bad_records={} over_mm_limit={} "
       "inferred_second_users={} fidelity={} ({}/{})\n",
@@ -40,7 +43,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       stats.ambiguous, stats.no_baseline, stats.inconsistent, stats.count_ahead,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
-      hook_misses, drops, stats.losses, stats.forced_emits, lag_s,
+      hook_misses, losses.total(), losses.stream_full, losses.unpublished,
+      losses.unexpanded, losses.missed_runs, stats.losses, stats.forced_emits, lag_s,
       loop_delay_s,
       stats.bad_records, stats.over_mm_limit, stats.inferred_second_users,
       // Not measured, never a made-up 100%, when nothing was compared.

@@ -8,6 +8,7 @@
 
 #include "audit/audit_pipeline.h"
 #include "audit/delta_reconstructor.h"
+#include "capture/capture_losses.h"
 #include "capture/exited_lookup.h"
 #include "capture/snapshot_passes.h"
 #include "daemon/control_server.h"
@@ -21,10 +22,11 @@ namespace rssaudit {
 // `exited`: who a process that ended was; `sampler` names a live one from
 // /proc. `history`: what the history recorder wrote and skipped, so that a
 // process without rows in the database can be accounted for; `store`, of
-// those rows, how many wait for a flush or were dropped. `drops` and
+// those rows, how many wait for a flush or were dropped. `losses` and
 // `hook_misses`: BpfCapture's.
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
-                       const ReconstructorStats& stats, uint64_t drops,
+                       const ReconstructorStats& stats,
+                       const CaptureLosses& losses,
                        uint64_t hook_misses, double lag_s, double loop_delay_s,
                        const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,

@@ -80,7 +80,7 @@ TEST(StreamReader, MergesTheCpusStreamsInSequenceOrder) {
   EXPECT_EQ(s.at(0).tail, 5u);
   EXPECT_EQ(s.at(1).tail, 4u);
   EXPECT_EQ(s.at(2).tail, 1u);
-  EXPECT_EQ(r.skipped(), 0u);
+  EXPECT_EQ(r.unpublished(), 0u);
 }
 
 TEST(StreamReader, WaitsForANumberStillBeingWritten) {
@@ -96,7 +96,7 @@ TEST(StreamReader, WaitsForANumberStillBeingWritten) {
   s.publish(1);
   EXPECT_EQ(drain(r), (Seqs{1, 2, 3}));
   EXPECT_FALSE(r.held_back());
-  EXPECT_EQ(r.skipped(), 0u);
+  EXPECT_EQ(r.unpublished(), 0u);
 }
 
 TEST(StreamReader, SkipsANumberThatNeverComesAndCountsIt) {
@@ -115,13 +115,13 @@ TEST(StreamReader, SkipsANumberThatNeverComesAndCountsIt) {
   }
   EXPECT_EQ(drain(r, 1000, 1000 + kStall), (Seqs{2, 3}));
   EXPECT_FALSE(r.held_back());
-  EXPECT_EQ(r.skipped(), 1u);
+  EXPECT_EQ(r.unpublished(), 1u);
   // The wait starts again at the next hole.
   s.write(0, 5);
   EXPECT_EQ(drain(r, 1000, 5 * kStall), Seqs{});
   s.write(1, 4);
   EXPECT_EQ(drain(r, 1000, 5 * kStall + 1), (Seqs{4, 5}));
-  EXPECT_EQ(r.skipped(), 1u);
+  EXPECT_EQ(r.unpublished(), 1u);
 }
 
 TEST(StreamReader, HandsOverAtMostMaxAndKeepsTheRest) {
@@ -187,7 +187,7 @@ TEST(StreamReader, HandsOverEachRepeatAsItsOwnUpdateAndClosesTheRecord) {
   }
   EXPECT_EQ(got[5].cpu, 1u);  // the next record in sequence
   EXPECT_EQ(r.repeats(), 3u);
-  EXPECT_EQ(r.skipped(), 0u);
+  EXPECT_EQ(r.unexpanded(), 0u);
   // Closed: a repeat that comes now takes a record of its own.
   EXPECT_EQ(s.last(0).span_ns, RSS_REPEATS_CLOSED | 3u);
   EXPECT_EQ(s.last(1).span_ns, 0u) << "no update: left as it was";
@@ -206,7 +206,8 @@ TEST(StreamReader, RepeatsOfARecordThatFollowsNoSuchUpdateAreCountedLost) {
   r.consume(100, 1, [&](const rss_event& e) { got.push_back(e); });
   EXPECT_EQ(got.size(), 2u);
   EXPECT_EQ(r.repeats(), 0u);
-  EXPECT_EQ(r.skipped(), 2u);
+  EXPECT_EQ(r.unexpanded(), 2u);
+  EXPECT_EQ(r.unpublished(), 0u);
 }
 
 }  // namespace

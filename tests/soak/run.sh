@@ -465,8 +465,8 @@ note_if_died
 proc_processes() {
   local d size line
   for d in /proc/[0-9]*; do
-    read -r size _ <"$d/statm" 2>/dev/null && ((size > 0)) || continue
-    read -r line <"$d/stat" 2>/dev/null || continue
+    read -r size _ 2>/dev/null <"$d/statm" && ((size > 0)) || continue
+    read -r line 2>/dev/null <"$d/stat" || continue
     # Fields from 3 on, after the comm's last ')': 22 (start) is the 20th.
     set -- ${line##*) }
     echo "${d#/proc/} ${20} ${22}"
