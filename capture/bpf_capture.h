@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
-#include "capture/capture_losses.h"
+#include "core/capture_losses.h"
 #include "capture/preemption_model.h"
 #include "capture/snapshot_iterator.h"
 #include "capture/stream_reader.h"

@@ -196,9 +196,14 @@ void run(const StatusOptions& o) {
              "minute)\n",
              h.loop_delay_s);
   fmt::print(
-      "  losses   {} records lost in capture (stream full) at {} places, "
-      "{} ambiguous\n",
-      h.drops, h.losses, h.ambiguous);
+      "  losses   {} records lost in capture at {} places, {} ambiguous\n",
+      h.drops.total(), h.losses, h.ambiguous);
+  if (h.drops.total())
+    fmt::print(
+        "           by cause: {} stream full, {} unpublished, {} unexpanded, "
+        "{} missed runs\n",
+        h.drops.stream_full, h.drops.unpublished, h.drops.unexpanded,
+        h.drops.missed_runs);
   fmt::print("  fidelity {}\n",
              fidelity_text(h.fidelity_matched, h.fidelity_checked));
   fmt::print(

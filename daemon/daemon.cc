@@ -236,7 +236,7 @@ class Daemon {
     h.page_size = run_.page_size;
     h.events = live_.events();
     h.events_per_s = events_per_s_;
-    h.drops = live_.capture().drops();
+    h.drops = live_.capture().losses();
     h.ambiguous = live_.stats().ambiguous;
     h.lag_s = lag_s();
     h.losses = live_.stats().losses;

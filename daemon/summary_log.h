@@ -8,7 +8,7 @@
 
 #include "audit/audit_pipeline.h"
 #include "audit/delta_reconstructor.h"
-#include "capture/capture_losses.h"
+#include "core/capture_losses.h"
 #include "capture/exited_lookup.h"
 #include "capture/snapshot_passes.h"
 #include "daemon/control_server.h"

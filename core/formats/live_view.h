@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/capture_losses.h"
 #include "core/schemes/scheme_set.h"
 
 namespace rssaudit {
@@ -32,7 +33,7 @@ struct DaemonHealth {
   int64_t page_size = 4096;
   uint64_t events = 0;      // capture records consumed since start
   double events_per_s = 0;  // over the last sampling interval
-  uint64_t drops = 0;       // records lost in capture (a full stream)
+  CaptureLosses drops;      // records lost in capture, by cause
   uint64_t ambiguous = 0;   // updates flagged instead of guessed
   // Places in the stream where records were lost: each voids what was
   // known of every mm until re-established.

@@ -133,7 +133,11 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.page_size = r.integer<int64_t>("page_size");
   h.events = r.integer<uint64_t>("events");
   h.events_per_s = r.real("events_per_s");
-  h.drops = r.integer<uint64_t>("drops");
+  const ObjectReader drops(r.at("drops_by_cause"), r.field("drops_by_cause"));
+  h.drops.stream_full = drops.integer<uint64_t>("stream_full");
+  h.drops.unpublished = drops.integer<uint64_t>("unpublished");
+  h.drops.unexpanded = drops.integer<uint64_t>("unexpanded");
+  h.drops.missed_runs = drops.integer<uint64_t>("missed_runs");
   h.ambiguous = r.integer<uint64_t>("ambiguous");
   h.losses = r.integer<uint64_t>("losses");
   h.lag_s = r.real("lag_s");
@@ -211,7 +215,12 @@ json health_to_json(const DaemonHealth& h) {
       {"page_size", h.page_size},
       {"events", h.events},
       {"events_per_s", number_or_null(h.events_per_s)},
-      {"drops", h.drops},
+      {"drops", h.drops.total()},
+      {"drops_by_cause",
+       {{"stream_full", h.drops.stream_full},
+        {"unpublished", h.drops.unpublished},
+        {"unexpanded", h.drops.unexpanded},
+        {"missed_runs", h.drops.missed_runs}}},
       {"ambiguous", h.ambiguous},
       {"losses", h.losses},
       {"lag_s", number_or_null(h.lag_s)},

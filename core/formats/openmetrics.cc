@@ -352,9 +352,18 @@ void add_health(Builder& b, const LiveView& view,
                "Records consumed per second over the last sampling "
                "interval."),
       none, number(h.events_per_s));
-  add(b.family("rssaudit_capture_drops", Type::kCounter, "",
-               "Records lost in capture: a CPU's stream was full."),
-      none, number(h.drops));
+  Family& drops = b.family(
+      "rssaudit_capture_drops", Type::kCounter, "",
+      "Records lost in capture, by cause: stream_full (a CPU's stream was "
+      "full), unpublished (a number taken and never published), "
+      "unexpanded (repeats of a record that could not be handed over), "
+      "missed_runs (runs of an update program the kernel skipped).");
+  for (const auto& [cause, n] :
+       {std::pair{"stream_full", h.drops.stream_full},
+        std::pair{"unpublished", h.drops.unpublished},
+        std::pair{"unexpanded", h.drops.unexpanded},
+        std::pair{"missed_runs", h.drops.missed_runs}})
+    add(drops, Labels{{"cause", cause}}, number(n));
   add(b.family("rssaudit_ambiguous_updates", Type::kCounter, "",
                "Updates flagged as ambiguous instead of guessed."),
       none, number(h.ambiguous));

@@ -12,7 +12,8 @@ if(NOT ROOT)
 endif()
 
 # Folder -> the folders its files may include from (besides its own).
-# `core` is the files at core/'s root (core/result.h, header-only and pure),
+# `core` is the files at core/'s root (core/result.h, core/capture_losses.h:
+# header-only and pure),
 # which every folder may include; core/schemes/x.h is in core/schemes, the
 # longer match.
 set(every core)

@@ -47,7 +47,7 @@ inline LiveView sample_live_view() {
   h.page_size = 4096;
   h.events = 123'456'789;
   h.events_per_s = 4321.5;
-  h.drops = 7;
+  h.drops = {.stream_full = 4, .unpublished = 1, .missed_runs = 2};
   h.ambiguous = 3;
   h.losses = 2;
   h.lag_s = 0.012;

@@ -121,8 +121,12 @@ std::string error_after(void (*edit)(json&)) {
 }
 
 TEST(LiveViewJson, ErrorsNameTheField) {
-  EXPECT_EQ(error_after([](json& j) { j["health"].erase("drops"); }),
-            "health.drops: missing");
+  EXPECT_EQ(error_after([](json& j) { j["health"].erase("drops_by_cause"); }),
+            "health.drops_by_cause: missing");
+  EXPECT_EQ(error_after([](json& j) {
+              j["health"]["drops_by_cause"].erase("unpublished");
+            }),
+            "health.drops_by_cause.unpublished: missing");
   EXPECT_EQ(error_after([](json& j) {
               j["processes"][1]["largest_error"].erase("hpcc");
             }),

@@ -38,7 +38,7 @@ LiveView sample_view() {
   v.health.batch = 64;
   v.health.events = 12345;
   v.health.events_per_s = 250.5;
-  v.health.drops = 7;
+  v.health.drops = {.stream_full = 5, .unpublished = 2};
   v.health.ambiguous = 2;
   v.health.lag_s = 0.01;
   v.health.fidelity_checked = 100;
@@ -297,7 +297,12 @@ TEST(OpenMetrics, DaemonHealthWithUnitsAndTypes) {
                        "# TYPE rssaudit_events counter\n"
                        "rssaudit_events_total 12345\n"))
       << om;
-  EXPECT_TRUE(contains(om, "\nrssaudit_capture_drops_total 7\n"));
+  EXPECT_TRUE(contains(om,
+                       "\nrssaudit_capture_drops_total{cause=\"stream_full\"} 5\n"
+                       "rssaudit_capture_drops_total{cause=\"unpublished\"} 2\n"
+                       "rssaudit_capture_drops_total{cause=\"unexpanded\"} 0\n"
+                       "rssaudit_capture_drops_total{cause=\"missed_runs\"} 0\n"))
+      << om;
   EXPECT_TRUE(contains(om, "\nrssaudit_ambiguous_updates_total 2\n"));
   EXPECT_TRUE(contains(om, "\nrssaudit_events_per_second 250.5\n"));
   EXPECT_TRUE(contains(om,
