@@ -97,10 +97,14 @@ void PercpuCounterDecoder::on_update(const rss_event& e) {
     uint64_t absorbed_since = since;
     if (moved == 0 && slot.value != 0 && (e.flags & RSS_EVF_OWNER)) {
       absorbed_since = std::min(since, std::max(slot.after_ns, task_since));
+      // An emitted fold that may hold ours went out as exact: had it been
+      // held back still, mark_overlaps() would flag it.
       if (st.emitted_fold_end[m] >= absorbed_since &&
           st.emitted_fold_cpu[m] != e.cpu && st.emitted_fold_task[m] != e.tid &&
-          !emitted_before)
+          !emitted_before) {
+        ++core_.stats.late_overlaps;
         p.info.fidelity = Fidelity::kAmbiguous;
+      }
     }
     mark_overlaps(p, since, absorbed_since, add_after_seq);
     if (late && e.aux == st.count[m]) st.unexplained_end[m] = 0;

@@ -331,6 +331,28 @@ TEST(DeltaReconstructor, AFoldTakenIntoAnotherCpusFoldIsFlagged) {
   expect_last_two_folds_ambiguous(sink.updates());
 }
 
+// The same with CPU1's record later than the grace: CPU0's fold of 33 is
+// out already and cannot be flagged, so it is counted (seen once in the
+// 6.12 preempt=full guest, CaptureTest.TwoPinnedThreads...).
+TEST(DeltaReconstructor, AFoldTakenIntoAFoldAlreadyOutIsCounted) {
+  FakeKernel kernel(2);
+  kernel.mark_steady_counts();
+  DeltaReconstructor r(two_cpus());
+  RecordingSink sink;
+  uint64_t t = 1'000'000;
+  r.on_event(kernel.add(0, kAnonPages, 31, t, 100, RSS_EVF_CREATING), sink);
+  r.on_event(kernel.add(1, kAnonPages, 31, t += 10'000), sink);
+  kernel.add(1, kAnonPages, 1, t += 10'000);                    // record held
+  r.on_event(kernel.add(0, kAnonPages, 1, t += 10'000), sink);  // reads both
+  r.advance(t += 3 * kGrace, sink);
+  ASSERT_EQ(sink.updates().size(), 3u);
+  EXPECT_EQ(sink.updates().back().update.delta, 33);
+  r.on_event(kernel.record(1, kAnonPages, t, 100, RSS_EVF_OWNER), sink);
+  r.flush(sink);
+  EXPECT_EQ(r.stats().late_overlaps, 1u);
+  EXPECT_EQ(sink.updates().back().info.fidelity, Fidelity::kAmbiguous);
+}
+
 // A slot that returns to zero (an unmap of what it held) with no fold of
 // another CPU since its previous record is exact.
 TEST(DeltaReconstructor, AReturnToZeroWithNoFoldElsewhereIsExact) {

@@ -445,7 +445,7 @@ TEST_F(CaptureTest, TwoPinnedThreadsAreExactWhereverNotFlagged) {
   // The threads' own updates in their page faults before the rest: +1
   // each. (Not their exit: under ASan an exiting thread gives back its
   // shadow pages.)
-  size_t faults = 0;
+  size_t faults = 0, not_one = 0;
   for (size_t i = 0; i < updates.size(); ++i) {
     const Seen& s = updates[i];
     if (s.info.fidelity != Fidelity::kExact || s.info.tgid != uint32_t(pid) ||
@@ -453,14 +453,19 @@ TEST_F(CaptureTest, TwoPinnedThreadsAreExactWhereverNotFlagged) {
         s.update.time_ns > rest_ns || !s.update.in_fault())
       continue;
     ++faults;
-    // A fold's delta holding another CPU's fold too: that fold's record
-    // came after this one was emitted (late_overlaps counts it).
-    EXPECT_EQ(s.update.delta, 1)
-        << "update " << i << " cpu " << s.update.cpu << " count "
-        << s.info.kernel_count << " slot " << s.info.kernel_slot << " time "
-        << s.update.time_ns << ".." << s.info.end_ns << "; late_overlaps "
-        << reconstructor_->stats().late_overlaps;
+    if (s.update.delta == 1) continue;
+    ++not_one;
+    std::printf("[ late ] update %zu cpu %u delta %d count %lld slot %d\n", i,
+                s.update.cpu, s.update.delta,
+                static_cast<long long>(s.info.kernel_count),
+                s.info.kernel_slot);
   }
+  // Except a fold that took in another CPU's fold whose record came after
+  // the grace (a vCPU descheduled between that add and its record: seen in
+  // the 6.12 preempt=full guest): out already, it cannot be flagged, and
+  // the reconstruction counts it (DeltaReconstructor.AFoldTakenIntoAFold...).
+  EXPECT_LE(not_one, reconstructor_->stats().late_overlaps)
+      << "faults not +1 that no late overlap explains";
   EXPECT_GE(faults, 2 * kRegion / kPage * 99 / 100);
   EXPECT_LE(flagged * 100, updates.size());
   EXPECT_EQ(sum_at_rest, rss_anon_at_rest);
