@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
-#include "core/capture_losses.h"
 #include "capture/preemption_model.h"
 #include "capture/snapshot_iterator.h"
 #include "capture/stream_reader.h"
+#include "core/capture_losses.h"
 #include "core/result.h"
 
 struct bpf_link;

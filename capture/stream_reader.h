@@ -64,7 +64,7 @@ class StreamReader {
         held_back_ = true;
         return 0;
       }
-      skipped_ += heap_.front().first - next_seq_;
+      unpublished_ += heap_.front().first - next_seq_;
       next_seq_ = heap_.front().first;
     }
     missing_since_ns_ = 0;
@@ -100,7 +100,7 @@ class StreamReader {
   }
 
   // Sequence numbers skipped because no record came for them.
-  uint64_t unpublished() const { return skipped_; }
+  uint64_t unpublished() const { return unpublished_; }
   // Repeats that could not be handed over (their record did not follow an
   // update of the same counter by the same task: no stream the BPF side
   // writes).
@@ -202,7 +202,7 @@ class StreamReader {
   std::vector<uint64_t> heads_, tails_;
   std::vector<std::pair<uint64_t, uint32_t>> heap_;  // (front seq, cpu)
   std::vector<PreviousUpdate> previous_;
-  uint64_t next_seq_ = 0, skipped_ = 0, unexpanded_ = 0, repeats_ = 0;
+  uint64_t next_seq_ = 0, unpublished_ = 0, unexpanded_ = 0, repeats_ = 0;
   uint64_t missing_since_ns_ = 0;  // 0: nothing missing
   bool held_back_ = false;
   bool mapped_ = false;  // by map(): the destructor unmaps

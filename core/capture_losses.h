@@ -2,6 +2,7 @@
 // plain type the summary, the status and the metrics share.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace rssaudit {
@@ -15,5 +16,18 @@ struct CaptureLosses {
   }
   bool operator==(const CaptureLosses&) const = default;
 };
+
+// Each cause's name, as the metrics' label, the JSON key and the summary's
+// key (after "drops_") spell it, and its field: one list for every output.
+struct CaptureCause {
+  const char* name;
+  uint64_t CaptureLosses::*count;
+};
+inline constexpr std::array<CaptureCause, 4> kCaptureCauses{{
+    {"stream_full", &CaptureLosses::stream_full},
+    {"unpublished", &CaptureLosses::unpublished},
+    {"unexpanded", &CaptureLosses::unexpanded},
+    {"missed_runs", &CaptureLosses::missed_runs},
+}};
 
 }  // namespace rssaudit

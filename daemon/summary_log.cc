@@ -27,15 +27,16 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        size_t top, const ExitedLookup& exited,
                        ProcessSampler& sampler) {
   const uint64_t checked = pipeline.fidelity_checked();
+  std::string by_cause;
+  for (const CaptureCause& cause : kCaptureCauses)
+    by_cause += fmt::format(" drops_{}={}", cause.name, losses.*cause.count);
   fmt::print(
       out,
       "summary live_mms={} finished_mms={} updates={} exact={} "
       "ambiguous={} no_baseline={} inconsistent={} count_ahead={} "
       "unlocked={} late={} depth_unknown={} syncs={} "
       "sync_mismatches={} reordered={} unannounced_folds={} "
-      "hook_misses={} drops={} drops_stream_full={} drops_unpublished={} "
-      "drops_unexpanded={} drops_missed_runs={} losses={} forced_emits={} "
-      "lag_s={:.3f} "
+      "hook_misses={} drops={}{} losses={} forced_emits={} lag_s={:.3f} "
       "loop_delay_max_s={:.3f} "
       "bad_records={} over_mm_limit={} "
       "inferred_second_users={} fidelity={} ({}/{})\n",
@@ -43,8 +44,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       stats.ambiguous, stats.no_baseline, stats.inconsistent, stats.count_ahead,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
-      hook_misses, losses.total(), losses.stream_full, losses.unpublished,
-      losses.unexpanded, losses.missed_runs, stats.losses, stats.forced_emits, lag_s,
+      hook_misses, losses.total(), by_cause, stats.losses, stats.forced_emits,
+      lag_s,
       loop_delay_s,
       stats.bad_records, stats.over_mm_limit, stats.inferred_second_users,
       // Not measured, never a made-up 100%, when nothing was compared.

@@ -134,10 +134,8 @@ DaemonHealth read_health(const json& j, const std::string& where) {
   h.events = r.integer<uint64_t>("events");
   h.events_per_s = r.real("events_per_s");
   const ObjectReader drops(r.at("drops_by_cause"), r.field("drops_by_cause"));
-  h.drops.stream_full = drops.integer<uint64_t>("stream_full");
-  h.drops.unpublished = drops.integer<uint64_t>("unpublished");
-  h.drops.unexpanded = drops.integer<uint64_t>("unexpanded");
-  h.drops.missed_runs = drops.integer<uint64_t>("missed_runs");
+  for (const CaptureCause& cause : kCaptureCauses)
+    h.drops.*cause.count = drops.integer<uint64_t>(cause.name);
   h.ambiguous = r.integer<uint64_t>("ambiguous");
   h.losses = r.integer<uint64_t>("losses");
   h.lag_s = r.real("lag_s");
@@ -199,6 +197,13 @@ Result<T> guarded(Fn&& fn) {
   }
 }
 
+json drops_by_cause(const CaptureLosses& drops) {
+  json j = json::object();
+  for (const CaptureCause& cause : kCaptureCauses)
+    j[cause.name] = drops.*cause.count;
+  return j;
+}
+
 }  // namespace
 
 json health_to_json(const DaemonHealth& h) {
@@ -216,11 +221,7 @@ json health_to_json(const DaemonHealth& h) {
       {"events", h.events},
       {"events_per_s", number_or_null(h.events_per_s)},
       {"drops", h.drops.total()},
-      {"drops_by_cause",
-       {{"stream_full", h.drops.stream_full},
-        {"unpublished", h.drops.unpublished},
-        {"unexpanded", h.drops.unexpanded},
-        {"missed_runs", h.drops.missed_runs}}},
+      {"drops_by_cause", drops_by_cause(h.drops)},
       {"ambiguous", h.ambiguous},
       {"losses", h.losses},
       {"lag_s", number_or_null(h.lag_s)},

@@ -358,12 +358,8 @@ void add_health(Builder& b, const LiveView& view,
       "full), unpublished (a number taken and never published), "
       "unexpanded (repeats of a record that could not be handed over), "
       "missed_runs (runs of an update program the kernel skipped).");
-  for (const auto& [cause, n] :
-       {std::pair{"stream_full", h.drops.stream_full},
-        std::pair{"unpublished", h.drops.unpublished},
-        std::pair{"unexpanded", h.drops.unexpanded},
-        std::pair{"missed_runs", h.drops.missed_runs}})
-    add(drops, Labels{{"cause", cause}}, number(n));
+  for (const CaptureCause& cause : kCaptureCauses)
+    add(drops, Labels{{"cause", cause.name}}, number(h.drops.*cause.count));
   add(b.family("rssaudit_ambiguous_updates", Type::kCounter, "",
                "Updates flagged as ambiguous instead of guessed."),
       none, number(h.ambiguous));
