@@ -9,6 +9,9 @@
 # WARM=1 keeps CPU 1 busy with an idle-priority spinner that yields to the
 # daemon: the daemon's CPU time is then its code's alone, without the cost
 # of waking an idle CPU (caches and clocks; ~2x per record here).
+# THREADS=1|2|auto: rssauditd's --consumer-threads (default: its own);
+# DAEMON_CPUS: the CPUs it may run on (default 1; 2 threads on CPU 1 alone
+# share it, so give them 0,1 to measure the second core).
 set -euo pipefail
 build=${1:?usage: consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]}
 recording=${2:?usage: consumer_rate.sh BUILD_DIR RECORDING [SECONDS] [RATE...]}
@@ -24,7 +27,8 @@ if [ -n "${WARM:-}" ]; then
 fi
 for rate in "${rates[@]}"; do
   rm -f "$db"
-  taskset -c 1 "$build/daemon/rssauditd" --db "$db" --socket none >"$log" 2>&1 &
+  taskset -c "${DAEMON_CPUS:-1}" "$build/daemon/rssauditd" --db "$db" \
+    --socket none ${THREADS:+--consumer-threads "$THREADS"} >"$log" 2>&1 &
   pid=$!
   sleep 2
   "$build/bench/inject_rate" "$recording" "$rate" "$seconds" 0 "$pid" || true
@@ -32,4 +36,5 @@ for rate in "${rates[@]}"; do
   kill -USR1 "$pid"; sleep 0.5
   kill -INT "$pid"; wait "$pid" || true
   grep '^summary' "$log" | tail -1 | cut -d' ' -f4-11
+  grep -o 'consumer_threads=[^ ]* drain_waits=[^ ]*' "$log" | tail -1
 done

@@ -171,6 +171,8 @@ class BpfCapture {
   int poll(uint64_t now_ns, uint32_t max, Fn&& fn) {
     return static_cast<int>(streams_->consume(max, now_ns, fn));
   }
+  // The streams poll() reads, for a DrainThread to read instead.
+  StreamReader& streams() { return *streams_; }
   // The last poll stopped at a record still being written
   // (StreamReader::held_back()).
   bool held_back() const { return streams_->held_back(); }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -52,7 +53,7 @@ class StreamReader {
   template <class Fn>
   size_t consume(size_t max, uint64_t now_ns, Fn&& fn) {
     heap_.clear();
-    held_back_ = false;
+    bool held_back = false;
     for (uint32_t c = 0; c < cpus_; ++c) {
       heads_[c] = __atomic_load_n(&positions_[c].head, __ATOMIC_ACQUIRE);
       if (tails_[c] != heads_[c]) heap_.emplace_back(front(c).seq, c);
@@ -61,10 +62,10 @@ class StreamReader {
     if (!heap_.empty() && heap_.front().first > next_seq_) {
       if (!missing_since_ns_) missing_since_ns_ = std::max<uint64_t>(now_ns, 1);
       if (now_ns < missing_since_ns_ + kStallNs) {
-        held_back_ = true;
+        held_back_.store(true, std::memory_order_relaxed);
         return 0;
       }
-      unpublished_ += heap_.front().first - next_seq_;
+      add(unpublished_, heap_.front().first - next_seq_);
       next_seq_ = heap_.front().first;
     }
     missing_since_ns_ = 0;
@@ -75,7 +76,7 @@ class StreamReader {
       heap_.pop_back();
       if (seq > next_seq_) {  // a hole: its record is still being written
         heap_.emplace_back(seq, c);
-        held_back_ = true;
+        held_back = true;
         if (!missing_since_ns_)
           missing_since_ns_ = std::max<uint64_t>(now_ns, 1);
         break;
@@ -96,18 +97,23 @@ class StreamReader {
       }
     }
     for (uint32_t c = 0; c < cpus_; ++c) publish(c);
+    held_back_.store(held_back, std::memory_order_relaxed);
     return n;
   }
 
   // Sequence numbers skipped because no record came for them.
-  uint64_t unpublished() const { return unpublished_; }
+  uint64_t unpublished() const {
+    return unpublished_.load(std::memory_order_relaxed);
+  }
   // Repeats that could not be handed over (their record did not follow an
   // update of the same counter by the same task: no stream the BPF side
   // writes).
-  uint64_t unexpanded() const { return unexpanded_; }
+  uint64_t unexpanded() const {
+    return unexpanded_.load(std::memory_order_relaxed);
+  }
   // Updates that travelled as repeats of a record (bpf/rss_event.h) and
   // were handed over as records of their own.
-  uint64_t repeats() const { return repeats_; }
+  uint64_t repeats() const { return repeats_.load(std::memory_order_relaxed); }
   // Records the programs could not write (a full or busy stream), as the
   // BPF side counts them in each CPU's position: a read of shared memory,
   // no syscall.
@@ -120,7 +126,7 @@ class StreamReader {
   // The last consume() stopped at a number not yet published: a record
   // that may have started long before (its CPU was interrupted, or its
   // vCPU descheduled, while writing it) has not been handed over.
-  bool held_back() const { return held_back_; }
+  bool held_back() const { return held_back_.load(std::memory_order_relaxed); }
   // Records one CPU's stream holds when full.
   uint32_t slots_per_cpu() const { return slots_per_cpu_; }
 
@@ -157,7 +163,7 @@ class StreamReader {
     }
     PreviousUpdate& prev = previous_[c];
     if (repeats && !prev.of(e)) {
-      unexpanded_ += repeats;
+      add(unexpanded_, repeats);
       repeats = 0;
     }
     const int32_t slot_move = e.slot - prev.slot;
@@ -171,7 +177,7 @@ class StreamReader {
         e.faults = static_cast<uint16_t>(e.faults + fault_move);
         fn(e);
       }
-      repeats_ += repeats;
+      add(repeats_, repeats);
     }
     prev = PreviousUpdate{true, e.mm, e.tid, e.slot, e.faults, e.member};
   }
@@ -187,6 +193,11 @@ class StreamReader {
       return known && mm == e.mm && member == e.member && tid == e.tid;
     }
   };
+  // Adds on the one thread that writes `counter`: no locked instruction.
+  static void add(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n,
+                  std::memory_order_relaxed);
+  }
   // Frees the slots consumed so far for the producers.
   void publish(uint32_t c) {
     __atomic_store_n(&positions_[c].tail, tails_[c], __ATOMIC_RELEASE);
@@ -202,9 +213,12 @@ class StreamReader {
   std::vector<uint64_t> heads_, tails_;
   std::vector<std::pair<uint64_t, uint32_t>> heap_;  // (front seq, cpu)
   std::vector<PreviousUpdate> previous_;
-  uint64_t next_seq_ = 0, unpublished_ = 0, unexpanded_ = 0, repeats_ = 0;
+  uint64_t next_seq_ = 0;
   uint64_t missing_since_ns_ = 0;  // 0: nothing missing
-  bool held_back_ = false;
+  // Written by the thread that consumes, read by any (capture/
+  // drain_thread.h): relaxed, a plain store on the writer's side.
+  std::atomic<uint64_t> unpublished_{0}, unexpanded_{0}, repeats_{0};
+  std::atomic<bool> held_back_{false};
   bool mapped_ = false;  // by map(): the destructor unmaps
 };
 

@@ -1,9 +1,11 @@
 // The daemon polls the capture's streams on a timer: the BPF side never wakes
 // it (wake-ups cost 3.5 us per event, docs/kernel.md); the period adapts to the
 // rate (audit/poll_pacing.h). Everything runs on one Boost.Asio thread, so no
-// state here needs a lock; the long work (drains, sampling slices, history
-// pieces) runs a piece at a time between the handlers (BackgroundWork), so
-// that queries, scrapes and signals never wait behind a queue of it.
+// state here needs a lock (a drain thread of the streams, when one runs,
+// hands its records over through LiveAudit's lock-free queue alone); the
+// long work (drains, sampling slices, history pieces) runs a piece at a
+// time between the handlers (BackgroundWork), so that queries, scrapes and
+// signals never wait behind a queue of it.
 #include "daemon/daemon.h"
 
 // clang-format off
@@ -60,7 +62,8 @@ class Daemon {
         run_(run),
         // poll-ms changes at the next start only: fixed for the run.
         live_(std::move(capture), t.upstream_batch,
-              uint64_t{options.poll_ms} * 1'000'000),
+              uint64_t{options.poll_ms} * 1'000'000,
+              options.consumer_threads),
         pipeline_(t),
         store_(std::move(store)),
         sampler_(walk_policy(options)),
@@ -509,6 +512,7 @@ class Daemon {
   void log_summary() {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().losses(), live_.capture().hook_misses(),
+                      live_.consumer_threads(), live_.drain_waits(),
                       lag_s(), double(loop_delay_.take()) / 1e9, pipeline_,
                       recorder_.stats(), *store_, options_.top, exited_lookup(),
                       sampler_);

@@ -67,6 +67,18 @@ void add_options(CLI::App& app, DaemonOptions& o) {
                  "(0: 32 MiB, at least 4 Ki records per CPU)")
       ->capture_default_str()
       ->check(whole_in(0, 4194304, "KiB"));
+  app.add_option_function<std::string>(
+         "--consumer-threads",
+         [&o](const std::string& v) {
+           o.consumer_threads = v == "1"   ? ConsumerThreads::one
+                                : v == "2" ? ConsumerThreads::two
+                                           : ConsumerThreads::automatic;
+         },
+         "Threads that consume the capture: 1 (the loop reads the streams), "
+         "2 (a thread of their own does) or auto (2 once draining takes "
+         "more than half of a second)")
+      ->check(CLI::IsMember({"auto", "1", "2"}))
+      ->default_str("auto");
   app.add_option("--summary-interval", o.summary_s,
                  "Log a summary every this many seconds (0: off)")
       ->check(seconds_in(0.1, true));
@@ -305,6 +317,7 @@ std::vector<std::string> keep_restart_only(const DaemonOptions& running,
   keep(&DaemonOptions::pid, "pid");
   keep(&DaemonOptions::poll_ms, "poll-ms");
   keep(&DaemonOptions::stream_kib, "stream-kib");
+  keep(&DaemonOptions::consumer_threads, "consumer-threads");
   keep(&DaemonOptions::duration_s, "duration");
   keep(&DaemonOptions::socket, "socket");
   keep(&DaemonOptions::socket_group, "socket-group");

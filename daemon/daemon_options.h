@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/consumer_threads.h"
 #include "core/formats/control_protocol.h"
 #include "core/result.h"
 #include "daemon/history_recorder.h"
@@ -25,6 +26,8 @@ struct DaemonOptions {
   // Memory of the capture's per-CPU streams, shared out between the
   // possible CPUs (CaptureOptions::stream_bytes); 0: automatic.
   uint64_t stream_kib = 0;
+  // Who reads the streams (capture/live_audit.h ConsumerThreads).
+  ConsumerThreads consumer_threads = ConsumerThreads::automatic;
   double summary_s = 0;
   size_t top = 20;
   std::string db = "rssaudit.db";

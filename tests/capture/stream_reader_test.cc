@@ -7,53 +7,10 @@
 
 #include <vector>
 
+#include "tests/capture/memory_streams.h"
+
 namespace rssaudit {
 namespace {
-
-// The two maps of a capture with `cpus` streams of `per_cpu` slots, and a
-// producer that writes them as bpf/capture.bpf.h does.
-class Streams {
- public:
-  Streams(uint32_t cpus, uint32_t per_cpu)
-      : per_cpu_(per_cpu), slots_(cpus * per_cpu), positions_(cpus) {}
-  // Writes a record with sequence number `seq` into `cpu`'s stream;
-  // published (head advanced) unless `publish` is false.
-  void write(uint32_t cpu, uint64_t seq, bool publish = true) {
-    rss_stream_position& at = positions_[cpu];
-    const uint64_t pos = at.head + unpublished_[cpu];
-    ASSERT_LT(pos - at.tail, per_cpu_) << "the producer would drop it";
-    rss_slot& s = slots_[cpu * per_cpu_ + pos % per_cpu_];
-    s.seq = seq;
-    s.event = rss_event{};
-    s.event.mm = 0x1000 + seq;  // the record tells its number
-    s.event.cpu = static_cast<uint16_t>(cpu);
-    if (publish)
-      at.head += 1 + unpublished_[cpu], unpublished_[cpu] = 0;
-    else
-      ++unpublished_[cpu];
-  }
-  // The record written last on `cpu`.
-  rss_event& last(uint32_t cpu) {
-    const uint64_t pos = positions_[cpu].head + unpublished_[cpu] - 1;
-    return slots_[cpu * per_cpu_ + pos % per_cpu_].event;
-  }
-  // Publishes what write(..., false) left unpublished on `cpu`.
-  void publish(uint32_t cpu) {
-    positions_[cpu].head += unpublished_[cpu];
-    unpublished_[cpu] = 0;
-  }
-  StreamReader reader() {
-    return StreamReader(slots_.data(), positions_.data(),
-                        static_cast<uint32_t>(positions_.size()), per_cpu_);
-  }
-  const rss_stream_position& at(uint32_t cpu) const { return positions_[cpu]; }
-
- private:
-  uint32_t per_cpu_;
-  std::vector<rss_slot> slots_;
-  std::vector<rss_stream_position> positions_;
-  uint64_t unpublished_[8] = {};
-};
 
 // The sequence numbers the reader hands over (at most `max`).
 // `now_ns`: the drain's time (only how long a number is missing uses it).
@@ -68,7 +25,7 @@ std::vector<uint64_t> drain(StreamReader& r, size_t max = 1000,
 using Seqs = std::vector<uint64_t>;
 
 TEST(StreamReader, MergesTheCpusStreamsInSequenceOrder) {
-  Streams s(3, 16);
+  MemoryStreams s(3, 16);
   // Runs on one CPU, alternation, and a CPU that joins late.
   for (uint64_t seq : {0, 1, 2, 5, 7}) s.write(0, seq);
   for (uint64_t seq : {3, 4, 6, 9}) s.write(1, seq);
@@ -84,7 +41,7 @@ TEST(StreamReader, MergesTheCpusStreamsInSequenceOrder) {
 }
 
 TEST(StreamReader, WaitsForANumberStillBeingWritten) {
-  Streams s(2, 16);
+  MemoryStreams s(2, 16);
   s.write(0, 0);
   s.write(1, 1, /*publish=*/false);  // CPU 1's program is still writing
   s.write(0, 2);
@@ -101,7 +58,7 @@ TEST(StreamReader, WaitsForANumberStillBeingWritten) {
 
 TEST(StreamReader, SkipsANumberThatNeverComesAndCountsIt) {
   constexpr uint64_t kStall = StreamReader::kStallNs;
-  Streams s(2, 16);
+  MemoryStreams s(2, 16);
   s.write(0, 0);
   s.write(1, 2);  // 1 was taken and never published
   s.write(1, 3);
@@ -125,7 +82,7 @@ TEST(StreamReader, SkipsANumberThatNeverComesAndCountsIt) {
 }
 
 TEST(StreamReader, HandsOverAtMostMaxAndKeepsTheRest) {
-  Streams s(2, 16);
+  MemoryStreams s(2, 16);
   for (uint64_t seq = 0; seq < 6; ++seq) s.write(seq % 2, seq);
   StreamReader r = s.reader();
   EXPECT_EQ(drain(r, 4), (Seqs{0, 1, 2, 3}));
@@ -135,7 +92,7 @@ TEST(StreamReader, HandsOverAtMostMaxAndKeepsTheRest) {
 }
 
 TEST(StreamReader, FollowsStreamsAroundTheirSlots) {
-  Streams s(2, 4);
+  MemoryStreams s(2, 4);
   StreamReader r = s.reader();
   uint64_t seq = 0;
   Seqs expected;
@@ -165,7 +122,7 @@ void make_update(rss_event& e, int32_t slot, uint16_t faults,
 }
 
 TEST(StreamReader, HandsOverEachRepeatAsItsOwnUpdateAndClosesTheRecord) {
-  Streams s(2, 16);
+  MemoryStreams s(2, 16);
   s.write(0, 0);
   make_update(s.last(0), 3, 40);
   s.write(0, 1);
@@ -195,7 +152,7 @@ TEST(StreamReader, HandsOverEachRepeatAsItsOwnUpdateAndClosesTheRecord) {
 }
 
 TEST(StreamReader, RepeatsOfARecordThatFollowsNoSuchUpdateAreCountedLost) {
-  Streams s(1, 16);
+  MemoryStreams s(1, 16);
   s.write(0, 0);
   make_update(s.last(0), 3, 40);
   s.write(0, 1);

@@ -224,6 +224,24 @@ TEST_F(DaemonOptionsTest, CountsAreWholeNumbersNeverWrappedNegatives) {
   EXPECT_EQ(load({})->stream_kib, 0u);  // automatic
 }
 
+TEST_F(DaemonOptionsTest, ConsumerThreadsAreOneTwoOrAuto) {
+  write("");
+  EXPECT_EQ(load({})->consumer_threads, ConsumerThreads::automatic);
+  EXPECT_EQ(load({"--consumer-threads", "1"})->consumer_threads,
+            ConsumerThreads::one);
+  EXPECT_EQ(load({"--consumer-threads", "2"})->consumer_threads,
+            ConsumerThreads::two);
+  EXPECT_EQ(load({"--consumer-threads", "auto"})->consumer_threads,
+            ConsumerThreads::automatic);
+  for (const char* bad : {"3", "0", "two", ""}) {
+    const auto r = load({"--consumer-threads", bad});
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.error().exit_code, 2) << bad;
+    EXPECT_NE(r.error().message.find("--consumer-threads"), std::string::npos)
+        << r.error().message;
+  }
+}
+
 // --walk takes PIDs as --pid does: 20 digits passed its check and threw
 // std::out_of_range out of the daemon's start; 4294967297 walked pid 1.
 TEST_F(DaemonOptionsTest, WalkTakesOnlyPidsAPidCanBe) {
@@ -276,8 +294,10 @@ TEST_F(DaemonOptionsTest, RestartOnlyChangesAreNamed) {
   b.db = "other.db";
   b.metrics_listen = "127.0.0.1:9100";
   b.stream_kib = 112;  // the streams are sized at load
+  b.consumer_threads = ConsumerThreads::two;
   EXPECT_EQ(keep_restart_only(a, b),
-            (std::vector<std::string>{"db", "stream-kib", "metrics-listen"}));
+            (std::vector<std::string>{"db", "stream-kib", "consumer-threads",
+                                      "metrics-listen"}));
   EXPECT_EQ(b.stream_kib, 0u);
 }
 

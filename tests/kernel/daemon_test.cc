@@ -26,15 +26,21 @@
 namespace rssaudit {
 namespace {
 
-TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
+// With the streams read by the loop (`threads` 1) or by a drain thread of
+// their own (2, capture/drain_thread.h): the same audit.
+class DaemonConsumers : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DaemonConsumers, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)";
   if (const auto s = probe_capture_support(); !s.missing.empty())
     GTEST_SKIP() << s.missing;
+  const std::string threads = GetParam();
   const std::string db =
       std::filesystem::temp_directory_path() /
       ("rssaudit-sigterm-" + std::to_string(getpid()) + ".db");
   const std::string daemon = std::string(RSSAUDIT_DAEMON) + " --db " + db +
-                             " --top 1000 --socket none";
+                             " --top 1000 --socket none --consumer-threads " +
+                             threads;
   // The workload: a shell that starts after the daemon and faults 32 MiB.
   const std::string log = db + ".err";
   const auto r = testing::run_command(
@@ -59,6 +65,9 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   EXPECT_GT(std::stoull(m[3]), 0u);
   EXPECT_GE(std::stod(m[1]), 99.0) << r.err;
   EXPECT_NE(r.err.find("drops=0"), std::string::npos);
+  EXPECT_NE(r.err.find(" consumer_threads=" + threads + " "),
+            std::string::npos)
+      << r.err;
   EXPECT_TRUE(std::regex_search(
       r.err, std::regex(R"( over_mm_limit=0 inferred_second_users=\d+ )")))
       << r.err;
@@ -73,6 +82,9 @@ TEST(Daemon, SummarisesAWorkloadAndExitsCleanlyOnSigterm) {
   for (const char* suffix : {"", "-wal", "-shm"})
     std::filesystem::remove(db + suffix);
 }
+
+INSTANTIATE_TEST_SUITE_P(Threads, DaemonConsumers,
+                         ::testing::Values("1", "2"));
 
 // A child holding 64 MiB of anonymous memory while rssauditd samples it:
 // the history holds every source side by side, and they agree.
