@@ -17,6 +17,7 @@
 #include <array>
 #include <atomic>
 #include <boost/lockfree/spsc_queue.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
