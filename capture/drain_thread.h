@@ -70,6 +70,7 @@ class DrainThread {
   // queues until it has.
   template <class OnRecord, class OnCaughtUp>
   void stop(OnRecord&& on_record, OnCaughtUp&& on_caught_up) {
+    if (!thread_.joinable()) return;  // stopped already
     request_stop();
     while (!finished_.load(std::memory_order_acquire)) {
       take(kUnbounded, on_record, on_caught_up);

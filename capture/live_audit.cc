@@ -35,7 +35,6 @@ void LiveAudit::start_drain_thread() {
                                             kQueueRecords / 4);
   drain_thread_ = std::make_unique<DrainThread>(capture_->streams(),
                                                 kQueueRecords, pacing);
-  drain_thread_started_ = true;
   at_watermark_ = false;
 }
 
@@ -145,8 +144,6 @@ void LiveAudit::flush(ReconstructorSink& sink) {
           ++events_;
         },
         [&](uint64_t ns) { caught_up_to(ns, sink); });
-    stopped_drain_waits_ = drain_thread_->waits();
-    drain_thread_.reset();
     // What was published after the thread's last poll.
     while (poll_streams(monotonic_ns(), sink).second) {
     }

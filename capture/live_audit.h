@@ -67,10 +67,10 @@ class LiveAudit {
 
   // 2 once a drain thread has read the streams in this run
   // (ConsumerThreads), else 1.
-  int consumer_threads() const { return drain_thread_started_ ? 2 : 1; }
+  int consumer_threads() const { return drain_thread_ ? 2 : 1; }
   // How often it found its queue full, the audit behind it.
   uint64_t drain_waits() const {
-    return drain_thread_ ? drain_thread_->waits() : stopped_drain_waits_;
+    return drain_thread_ ? drain_thread_->waits() : 0;
   }
 
   const BpfCapture& capture() const { return *capture_; }
@@ -103,11 +103,10 @@ class LiveAudit {
   SnapshotPasses passes_;
   const PollPacing pacing_;
   const ConsumerThreads threads_;
+  // Kept, stopped, after flush(): the run's figures stay readable.
   std::unique_ptr<DrainThread> drain_thread_;
   // The latest item the drain thread's queue handed over was a watermark.
   bool at_watermark_ = false;
-  bool drain_thread_started_ = false;
-  uint64_t stopped_drain_waits_ = 0;  // its waits(), once flush() stopped it
   // Counted per drain, not per event: a poll's records and the repeats the
   // reader expanded meanwhile, or the events taken from the queue.
   uint64_t events_ = 0;
