@@ -144,6 +144,10 @@ int main(int argc, char** argv) {
   if (!skel || bpf_map__reuse_fd(skel->maps.slots, maps["slots"].fd) ||
       bpf_map__reuse_fd(skel->maps.positions, maps["positions"].fd) ||
       bpf_map__reuse_fd(skel->maps.sequence, maps["sequence"].fd) ||
+      // A stream a quarter full wakes the daemon as its own programs'
+      // records do (absent in builds before the doorbell: unrung there).
+      (maps.count("doorbell") &&
+       bpf_map__reuse_fd(skel->maps.doorbell, maps["doorbell"].fd)) ||
       bpf_map__set_max_entries(skel->maps.records, events.size()) ||
       stream_inject_bpf__load(skel)) {
     fmt::print(stderr,

@@ -315,6 +315,7 @@ int BpfCapture::load_build(const CaptureOptions& options) {
   slots_map_ = skel->maps.slots;
   positions_map_ = skel->maps.positions;
   exited_map_ = skel->maps.exited;
+  doorbell_map_ = skel->maps.doorbell;
   snapshot_wanted_map_ = skel->maps.snapshot_wanted;
   snapshot_program_ = skel->progs.snapshot_task;
   update_programs_ = {skel->progs.on_rss_stat, skel->progs.on_rss_stat_atomic,
@@ -332,6 +333,10 @@ int BpfCapture::load_build(const CaptureOptions& options) {
                                          possible_cpus_ * slots_per_cpu_))
     return err;
   if (int err = bpf_map__set_max_entries(skel->maps.positions, possible_cpus_))
+    return err;
+  // A ring buffer is at least a page, and a whole number of them.
+  if (int err = bpf_map__set_max_entries(
+          skel->maps.doorbell, static_cast<uint32_t>(sysconf(_SC_PAGESIZE))))
     return err;
   // One scheme's programs (bpf/rss_stat.bpf.c or bpf/task_cache.bpf.c).
   const bool task_cache = !support_.percpu_rss;
@@ -476,6 +481,12 @@ Result<std::unique_ptr<BpfCapture>, CaptureError> BpfCapture::open(
     return unexpected(
         CaptureError{"BPF capture: " + streams.error().message, false});
   c->streams_ = std::move(streams).value();
+  Result<std::unique_ptr<Doorbell>> doorbell =
+      Doorbell::open(bpf_map__fd(c->doorbell_map_));
+  if (!doorbell)
+    return unexpected(
+        CaptureError{"BPF capture: " + doorbell.error().message, false});
+  c->doorbell_ = std::move(doorbell).value();
   void* exited = mmap(nullptr, kExitedBytes, PROT_READ, MAP_SHARED,
                       bpf_map__fd(c->exited_map_), 0);
   if (exited == MAP_FAILED)
@@ -569,6 +580,7 @@ void BpfCapture::add_percpu_limits() {
 BpfCapture::~BpfCapture() {
   // Unmapped before the maps are freed with the skeleton.
   streams_.reset();
+  doorbell_.reset();
   if (exited_table_)
     munmap(const_cast<exited_process*>(exited_table_), kExitedBytes);
   unload();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "capture/doorbell.h"
 #include "capture/preemption_model.h"
 #include "capture/snapshot_iterator.h"
 #include "capture/stream_reader.h"
@@ -44,17 +45,18 @@ struct CaptureOptions {
 // Each CPU's share of `bytes` of streams, in slots: a power of two within
 // [kMinSlotsPerCpu, kMaxSlotsPerCpu], and small enough that every slot
 // index fits the BPF side's 32 bits; within `bytes` unless every CPU's
-// floor is more. Automatic (`bytes` 0): 32 MiB, at least 4 Ki slots per
-// CPU: 256 Ki each on 2 CPUs (0.25 s of 1 M records/s on one CPU), the
-// floor past 146 CPUs (84 MiB at 384, charged to the daemon's cgroup).
-// Not less by default: with the 1 Ki slots 32 MiB leaves each of 384
-// CPUs, this 2-CPU host lost 2.4-3.4% of its records to fault loops on
-// both CPUs and a fork storm, 0.8% with 4 Ki, none with 256 Ki (the loop
-// stalls up to ~0.1 s there; bench/stream_budget.sh). A budget that holds
-// at any CPU count needs fewer records and a drain the loop cannot stall
-// (issue 40); a host may choose a smaller one meanwhile, and count drops.
+// floor is more. Automatic (`bytes` 0): 32 MiB, at least 1 Ki slots per
+// CPU: 256 Ki each on 2 CPUs (0.25 s of 1 M records/s on one CPU), 1 Ki
+// each from 293 CPUs (21 MiB at 384), the floor past 585 CPUs. The floor
+// holds because a stream a quarter full rings the drain awake
+// (capture/doorbell.h), whatever sleep the last rate advised: with 1 Ki
+// slots per CPU, this 2-CPU host lost none of its records to fault loops
+// on both CPUs and a fork storm (bench/stream_budget.sh; 2.4-3.4% before
+// the doorbell), and none to 16 threads mapping and unmapping 64 pages
+// each with rssauditd at the unit's Nice=-10 (0.02-0.07% at nice 0, whose
+// drain waited behind them for the CPU).
 inline constexpr size_t kAutomaticStreamBytes = size_t{32} << 20;
-inline constexpr uint32_t kAutomaticMinSlotsPerCpu = 4096;
+inline constexpr uint32_t kAutomaticMinSlotsPerCpu = 1024;
 inline constexpr uint32_t kMinSlotsPerCpu = 512;
 inline constexpr uint32_t kMaxSlotsPerCpu = uint32_t{1} << 20;
 uint32_t slots_per_cpu_for(size_t bytes, uint32_t cpus);
@@ -173,9 +175,14 @@ class BpfCapture {
   }
   // The streams poll() reads, for a DrainThread to read instead.
   StreamReader& streams() { return *streams_; }
+  // Rung when a stream is a quarter full (capture/doorbell.h): whoever
+  // drains the streams waits on it too.
+  Doorbell& doorbell() { return *doorbell_; }
+  const Doorbell& doorbell() const { return *doorbell_; }
   // The last poll stopped at a record still being written
   // (StreamReader::held_back()).
   bool held_back() const { return streams_->held_back(); }
+  StreamHolds holds() const { return streams_->holds(); }
 
   // Records lost since open, by cause: refused by a full stream (counted
   // in BPF, summed over CPUs), never published (StreamReader::
@@ -233,6 +240,7 @@ class BpfCapture {
   bpf_object* obj_ = nullptr;
   bpf_map *slots_map_ = nullptr, *positions_map_ = nullptr;
   bpf_map* exited_map_ = nullptr;
+  bpf_map* doorbell_map_ = nullptr;
   bpf_map* snapshot_wanted_map_ = nullptr;
   bpf_program* snapshot_program_ = nullptr;
   std::unique_ptr<SnapshotIterator> snapshots_;
@@ -256,6 +264,7 @@ class BpfCapture {
   uint64_t misses(bool hooks) const;
 
   std::unique_ptr<StreamReader> streams_;
+  std::unique_ptr<Doorbell> doorbell_;
   uint32_t possible_cpus_ = 0;
   uint32_t slots_per_cpu_ = 0;
   ExitHook exit_hook_ = ExitHook::kNone;

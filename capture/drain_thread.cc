@@ -1,28 +1,50 @@
 #include "capture/drain_thread.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "os/clock.h"
 
 namespace rssaudit {
 
 DrainThread::DrainThread(StreamReader& streams, size_t capacity,
-                         PollPacing pacing)
-    : streams_(streams), pacing_(pacing), queue_(capacity) {
+                         PollPacing pacing, Doorbell* doorbell)
+    : streams_(streams),
+      pacing_(pacing),
+      doorbell_(doorbell),
+      queue_(capacity),
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  // Without it the thread could not be stopped: nothing to go on with.
+  if (wake_fd_ < 0) std::abort();
   thread_ = std::thread([this] { run(); });
 }
 
 DrainThread::~DrainThread() {
-  if (!thread_.joinable()) return;
-  abandon_.store(true, std::memory_order_relaxed);
-  request_stop();
-  thread_.join();
+  if (thread_.joinable()) {
+    abandon_.store(true, std::memory_order_relaxed);
+    request_stop();
+    thread_.join();
+  }
+  close(wake_fd_);
 }
 
 void DrainThread::request_stop() {
-  {
-    std::lock_guard lock(sleep_mutex_);
-    stop_.store(true, std::memory_order_relaxed);
-  }
-  wake_.notify_one();
+  stop_.store(true, std::memory_order_relaxed);
+  const uint64_t one = 1;
+  // A full counter already wakes the thread: nothing else can fail here.
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void DrainThread::sleep(uint64_t ns) {
+  pollfd fds[2] = {{wake_fd_, POLLIN, 0},
+                   {doorbell_ ? doorbell_->fd() : -1, POLLIN, 0}};
+  const timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
+                         static_cast<long>(ns % 1'000'000'000)};
+  if (ppoll(fds, 2, &timeout, nullptr) > 0 && (fds[1].revents & POLLIN))
+    doorbell_->answer();
 }
 
 // Waits while the queue is full: the audit is past its ceiling, and the
@@ -61,10 +83,7 @@ void DrainThread::run() {
     const uint64_t now = monotonic_ns();
     const uint64_t sleep_ns = next_poll_ns(pacing_, n, now - last_ns);
     last_ns = now;
-    std::unique_lock lock(sleep_mutex_);
-    wake_.wait_for(lock, std::chrono::nanoseconds(sleep_ns), [this] {
-      return stop_.load(std::memory_order_relaxed);
-    });
+    if (!stop_.load(std::memory_order_relaxed)) sleep(sleep_ns);
   }
   finished_.store(true, std::memory_order_release);
 }

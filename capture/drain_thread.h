@@ -18,12 +18,11 @@
 #include <atomic>
 #include <boost/lockfree/spsc_queue.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
 #include "audit/poll_pacing.h"
+#include "capture/doorbell.h"
 #include "capture/stream_reader.h"
 
 namespace rssaudit {
@@ -32,8 +31,10 @@ class DrainThread {
  public:
   // Starts draining `streams`, which no other thread may consume from now
   // on, into a queue of `capacity` items, sleeping between polls as
-  // `pacing` says for the kernel's streams.
-  DrainThread(StreamReader& streams, size_t capacity, PollPacing pacing);
+  // `pacing` says for the kernel's streams, or until `doorbell` (if any,
+  // answered by this thread alone from now on) rings.
+  DrainThread(StreamReader& streams, size_t capacity, PollPacing pacing,
+              Doorbell* doorbell = nullptr);
   DrainThread(const DrainThread&) = delete;
   DrainThread& operator=(const DrainThread&) = delete;
   // Stops the thread; records still queued are not handed over (stop()
@@ -104,17 +105,20 @@ class DrainThread {
   void flush();
   void request_stop();
 
+  // Sleeps `ns` at most: woken by the doorbell or request_stop().
+  void sleep(uint64_t ns);
+
   StreamReader& streams_;
   const PollPacing pacing_;
+  Doorbell* const doorbell_;
   boost::lockfree::spsc_queue<Item> queue_;
   std::array<Item, kBatch> batch_;  // the thread's
   size_t batched_ = 0;
   std::array<Item, kBatch> taken_;  // the taker's
   std::atomic<uint64_t> waits_{0};
   std::atomic<bool> stop_{false}, abandon_{false}, finished_{false};
-  // Only to sleep between polls and wake for stop(): never per record.
-  std::mutex sleep_mutex_;
-  std::condition_variable wake_;
+  // An eventfd request_stop() writes, to wake the thread's sleep.
+  int wake_fd_;
   std::thread thread_;
 };
 

@@ -33,8 +33,8 @@ void LiveAudit::start_drain_thread() {
   pacing.min_ns = 200'000;
   pacing.batch_records = std::min<uint64_t>(pacing.batch_records,
                                             kQueueRecords / 4);
-  drain_thread_ = std::make_unique<DrainThread>(capture_->streams(),
-                                                kQueueRecords, pacing);
+  drain_thread_ = std::make_unique<DrainThread>(
+      capture_->streams(), kQueueRecords, pacing, &capture_->doorbell());
   at_watermark_ = false;
 }
 

@@ -74,6 +74,9 @@ class LiveAudit {
   }
 
   const BpfCapture& capture() const { return *capture_; }
+  // Rung when a stream is a quarter full: the caller's loop waits on it while
+  // it drains (consumer_threads() 1), the drain thread once it runs.
+  Doorbell& doorbell() { return capture_->doorbell(); }
   const ReconstructorStats& stats() const { return reconstructor_.stats(); }
   const SnapshotPassStats& snapshot_stats() const { return passes_.stats(); }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bpf/rss_event.h"
+#include "core/capture_losses.h"
 #include "core/result.h"
 
 namespace rssaudit {
@@ -60,7 +61,7 @@ class StreamReader {
     }
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
     if (!heap_.empty() && heap_.front().first > next_seq_) {
-      if (!missing_since_ns_) missing_since_ns_ = std::max<uint64_t>(now_ns, 1);
+      hole_seen(now_ns);
       if (now_ns < missing_since_ns_ + kStallNs) {
         held_back_.store(true, std::memory_order_relaxed);
         return 0;
@@ -68,7 +69,7 @@ class StreamReader {
       add(unpublished_, heap_.front().first - next_seq_);
       next_seq_ = heap_.front().first;
     }
-    missing_since_ns_ = 0;
+    hole_closed(now_ns);
     size_t n = 0;
     while (n < max && !heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
@@ -77,8 +78,7 @@ class StreamReader {
       if (seq > next_seq_) {  // a hole: its record is still being written
         heap_.emplace_back(seq, c);
         held_back = true;
-        if (!missing_since_ns_)
-          missing_since_ns_ = std::max<uint64_t>(now_ns, 1);
+        hole_seen(now_ns);
         break;
       }
       // This stream's run of consecutive numbers.
@@ -127,6 +127,14 @@ class StreamReader {
   // that may have started long before (its CPU was interrupted, or its
   // vCPU descheduled, while writing it) has not been handed over.
   bool held_back() const { return held_back_.load(std::memory_order_relaxed); }
+  // Numbers that held the streams back (each seen missing at a drain), and
+  // the time they did, summed and at most: while one does, every CPU's
+  // stream fills behind it.
+  StreamHolds holds() const {
+    return {holds_.load(std::memory_order_relaxed),
+            held_ns_.load(std::memory_order_relaxed),
+            held_max_ns_.load(std::memory_order_relaxed)};
+  }
   // Records one CPU's stream holds when full.
   uint32_t slots_per_cpu() const { return slots_per_cpu_; }
 
@@ -193,6 +201,19 @@ class StreamReader {
       return known && mm == e.mm && member == e.member && tid == e.tid;
     }
   };
+  void hole_seen(uint64_t now_ns) {
+    if (missing_since_ns_) return;
+    missing_since_ns_ = std::max<uint64_t>(now_ns, 1);
+    add(holds_, 1);
+  }
+  void hole_closed(uint64_t now_ns) {
+    if (!missing_since_ns_) return;
+    const uint64_t held = now_ns > missing_since_ns_ ? now_ns - missing_since_ns_ : 0;
+    add(held_ns_, held);
+    if (held > held_max_ns_.load(std::memory_order_relaxed))
+      held_max_ns_.store(held, std::memory_order_relaxed);
+    missing_since_ns_ = 0;
+  }
   // Adds on the one thread that writes `counter`: no locked instruction.
   static void add(std::atomic<uint64_t>& counter, uint64_t n) {
     counter.store(counter.load(std::memory_order_relaxed) + n,
@@ -218,6 +239,7 @@ class StreamReader {
   // Written by the thread that consumes, read by any (capture/
   // drain_thread.h): relaxed, a plain store on the writer's side.
   std::atomic<uint64_t> unpublished_{0}, unexpanded_{0}, repeats_{0};
+  std::atomic<uint64_t> holds_{0}, held_ns_{0}, held_max_ns_{0};
   std::atomic<bool> held_back_{false};
   bool mapped_ = false;  // by map(): the destructor unmaps
 };

@@ -80,7 +80,7 @@ void record(const RecordOptions& o) {
   // Said once the programs are attached: what follows is captured.
   fmt::print(stderr, "rssaudit: recording to {} for {} s; SIGINT stops\n",
              o.output, o.duration_s);
-  run_until(o.duration_s, drain);
+  run_until(o.duration_s, capture->doorbell(), drain);
   drain();
   for (const RecordedName& name : to_name.ready(UINT64_MAX))
     file.append_name(name);

@@ -1,9 +1,10 @@
 #include "cli/run_until.h"
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <thread>
 
 #include "os/clock.h"
 
@@ -14,13 +15,15 @@ std::atomic<bool> interrupted{false};
 
 }  // namespace
 
-void run_until(double duration_s, const std::function<bool()>& tick) {
+void run_until(double duration_s, Doorbell& doorbell,
+               const std::function<bool()>& tick) {
   interrupted = false;
   std::signal(SIGINT, [](int) { interrupted = true; });
   std::signal(SIGTERM, [](int) { interrupted = true; });
   const auto end = std::chrono::steady_clock::now() + seconds(duration_s);
   while (!interrupted && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    pollfd rung{doorbell.fd(), POLLIN, 0};
+    if (poll(&rung, 1, 10) > 0) doorbell.answer();
     if (!tick()) break;
   }
 }

@@ -25,7 +25,8 @@
 namespace rssaudit::cli {
 namespace {
 
-// whatif drains every 10 ms (run_until's tick), well within a stream.
+// whatif drains every 10 ms (run_until's tick), or at once when a stream
+// is a quarter full.
 constexpr uint64_t kLivePollNs = 10'000'000;
 
 struct WhatifOptions {
@@ -338,7 +339,7 @@ void whatif_live(const WhatifOptions& o) {
              s.name, o.duration_s);
   // Stops early once the process is gone: its mm can change no more.
   unsigned tick = 0;
-  run_until(o.duration_s, [&] {
+  run_until(o.duration_s, live.doorbell(), [&] {
     live.drain(audit);
     return ++tick % 10 != 0 || !process_gone(sampler, o.pid);
   });

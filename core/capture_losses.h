@@ -17,6 +17,14 @@ struct CaptureLosses {
   bool operator==(const CaptureLosses&) const = default;
 };
 
+// How often and how long a record's number not yet published held the
+// streams back (capture/stream_reader.h): while one does, every CPU's
+// stream fills behind it, and past their room the records are lost as
+// stream_full.
+struct StreamHolds {
+  uint64_t count = 0, ns = 0, max_ns = 0;
+};
+
 // Each cause's name, as the metrics' label, the JSON key and the summary's
 // key (after "drops_") spell it, and its field: one list for every output.
 struct CaptureCause {

@@ -13,6 +13,7 @@
 // clang-format on
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <chrono>
@@ -71,6 +72,8 @@ class Daemon {
                   run.status_precise.value_or(false),
                   kernel_rss_bound(run.counting, run.nr_cpus, run.batch)),
         poll_timer_(io_),
+        // Its own copy of the fd: the descriptor closes what it holds.
+        doorbell_(io_, dup(live_.doorbell().fd())),
         summary_timer_(io_),
         stop_timer_(io_),
         sample_timer_(io_),
@@ -88,6 +91,7 @@ class Daemon {
     });
     recorder_.set_exited_lookup(exited_lookup());
     schedule_drain();
+    watch_doorbell();
     every(
         sample_timer_, [this] { return options_.sample_s; },
         [this] {
@@ -154,15 +158,32 @@ class Daemon {
     }
     poll_timer_.expires_after(std::chrono::nanoseconds(sleep_ns));
     poll_timer_.async_wait([this](auto ec) {
-      if (!ec) post_drain();
+      if (!ec && !drain_posted_) post_drain();
     });
   }
   void post_drain() {
+    drain_posted_ = true;
     background_.post("drain", [this] {
+      drain_posted_ = false;
       drain();
       flush_if_backlog_high();
       schedule_drain();
     });
+  }
+  // A stream a quarter full drains at once, whatever sleep the last rate
+  // advised (bpf/capture.bpf.h `doorbell`): so a burst after a quiet spell
+  // fills no stream, however small. Once a drain thread runs, it answers.
+  void watch_doorbell() {
+    doorbell_.async_wait(
+        boost::asio::posix::stream_descriptor::wait_read, [this](auto ec) {
+          if (ec || live_.consumer_threads() == 2) return;
+          live_.doorbell().answer();
+          if (!drain_posted_) {
+            poll_timer_.cancel();
+            post_drain();
+          }
+          watch_doorbell();
+        });
   }
   // The control socket and the metrics endpoint, as configured; false
   // (having said why) when one cannot serve.
@@ -513,7 +534,8 @@ class Daemon {
     write_summary_log(stderr, pipeline_.summaries(), live_.stats(),
                       live_.capture().losses(), live_.capture().hook_misses(),
                       live_.consumer_threads(), live_.drain_waits(),
-                      lag_s(), double(loop_delay_.take()) / 1e9, pipeline_,
+                      live_.capture().holds(),
+                      live_.capture().doorbell().rings(), lag_s(), double(loop_delay_.take()) / 1e9, pipeline_,
                       recorder_.stats(), *store_, options_.top, exited_lookup(),
                       sampler_);
     write_snapshot_log(stderr, live_.stats(), live_.snapshot_stats());
@@ -592,8 +614,11 @@ class Daemon {
   ProcLabels proc_labels_;
   // What /proc hides from other users, read at the start (hidepid).
   const std::optional<std::string> hidepid_ = procfs_hidepid_here();
-  boost::asio::steady_timer poll_timer_, summary_timer_, stop_timer_,
-      sample_timer_, flush_timer_, watchdog_timer_, probe_timer_;
+  boost::asio::steady_timer poll_timer_;
+  boost::asio::posix::stream_descriptor doorbell_;
+  bool drain_posted_ = false;  // a drain is queued: not another
+  boost::asio::steady_timer summary_timer_, stop_timer_, sample_timer_,
+      flush_timer_, watchdog_timer_, probe_timer_;
   LoopDelay loop_delay_;
   boost::asio::signal_set stop_signals_, summary_signal_, reload_signal_;
 };

@@ -21,8 +21,9 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats,
                        const CaptureLosses& losses,
                        uint64_t hook_misses, int consumer_threads,
-                       uint64_t drain_waits, double lag_s,
-                       double loop_delay_s,
+                       uint64_t drain_waits, const StreamHolds& holds,
+                       uint64_t doorbells,
+                       double lag_s, double loop_delay_s,
                        const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,
@@ -38,7 +39,9 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       "unlocked={} late={} depth_unknown={} syncs={} "
       "sync_mismatches={} reordered={} unannounced_folds={} "
       "hook_misses={} drops={}{} losses={} forced_emits={} "
-      "consumer_threads={} drain_waits={} lag_s={:.3f} "
+      "consumer_threads={} drain_waits={} doorbells={} held_back={} "
+      "held_back_s={:.3f} "
+      "held_back_max_ms={:.1f} lag_s={:.3f} "
       "loop_delay_max_s={:.3f} "
       "bad_records={} over_mm_limit={} "
       "inferred_second_users={} fidelity={} ({}/{})\n",
@@ -47,7 +50,8 @@ void write_summary_log(FILE* out, std::vector<MmSummary> mms,
       stats.unlocked, stats.late_overlaps, stats.depth_unknown, stats.syncs,
       stats.sync_mismatches, stats.reordered, stats.unannounced_folds,
       hook_misses, losses.total(), by_cause, stats.losses, stats.forced_emits,
-      consumer_threads, drain_waits, lag_s,
+      consumer_threads, drain_waits, doorbells, holds.count, double(holds.ns) / 1e9,
+      double(holds.max_ns) / 1e6, lag_s,
       loop_delay_s,
       stats.bad_records, stats.over_mm_limit, stats.inferred_second_users,
       // Not measured, never a made-up 100%, when nothing was compared.

@@ -24,12 +24,16 @@ namespace rssaudit {
 // process without rows in the database can be accounted for; `store`, of
 // those rows, how many wait for a flush or were dropped. `losses` and
 // `hook_misses`: BpfCapture's. `consumer_threads`, `drain_waits`: LiveAudit's
-// (whether a drain thread runs, how often the audit kept it waiting).
+// (whether a drain thread runs, how often the audit kept it waiting);
+// `holds`: the streams', how long unpublished numbers held them back;
+// `doorbells`: how often a stream a quarter full woke the drain.
 void write_summary_log(FILE* out, std::vector<MmSummary> mms,
                        const ReconstructorStats& stats,
                        const CaptureLosses& losses,
                        uint64_t hook_misses, int consumer_threads,
-                       uint64_t drain_waits, double lag_s, double loop_delay_s,
+                       uint64_t drain_waits, const StreamHolds& holds,
+                       uint64_t doorbells,
+                       double lag_s, double loop_delay_s,
                        const AuditPipeline& pipeline,
                        const RecorderStats& history, const Store& store,
                        size_t top, const ExitedLookup& exited,

@@ -1,6 +1,6 @@
 /* Bench only, never loaded by rssauditd: writes recorded rss_event records
  * into a running rssauditd's own streams (user space reuses the daemon's
- * `slots`, `positions` and `sequence` maps), so the daemon's
+ * `slots`, `positions`, `sequence` and `doorbell` maps), so the daemon's
  * consumer can be driven through the real transport at a rate no workload
  * reaches on a small machine (bench/inject_rate.cc). It writes the stream
  * of the CPU it runs on, as a capture program does: a capture program that

@@ -32,15 +32,18 @@ TEST(StreamSizing, AChosenBudgetHoldsUntilEveryCpuIsAtTheFloor) {
   EXPECT_EQ(slots_per_cpu_for(size_t{32} << 20, 8192), kMinSlotsPerCpu);
 }
 
-TEST(StreamSizing, AutomaticIs32MibWithAtLeast4KiSlotsPerCpu) {
+TEST(StreamSizing, AutomaticIs32MibWithAtLeast1KiSlotsPerCpu) {
   EXPECT_EQ(slots_per_cpu_for(0, 2), 256u * 1024);  // 28 MiB
   EXPECT_EQ(slots_per_cpu_for(0, 64), 8192u);
   EXPECT_EQ(slots_per_cpu_for(0, 145), 4096u);
-  EXPECT_EQ(slots_per_cpu_for(0, 384), 4096u);  // 84 MiB
+  EXPECT_EQ(slots_per_cpu_for(0, 384), 1024u);  // 21 MiB
+  EXPECT_EQ(slots_per_cpu_for(0, 8192), 1024u);
   for (uint32_t cpus = 1; cpus <= 8192; ++cpus) {
     const uint32_t slots = slots_per_cpu_for(0, cpus);
-    ASSERT_GE(slots, 4096u) << cpus;
-    ASSERT_TRUE(slots == 4096 || bytes_of(slots, cpus) <= size_t{32} << 20)
+    ASSERT_GE(slots, 1024u) << cpus;
+    // Within 32 MiB up to 585 CPUs, where the floor alone is more.
+    ASSERT_TRUE(bytes_of(slots, cpus) <= size_t{32} << 20 ||
+                (slots == 1024 && cpus > 585))
         << cpus;
   }
 }
