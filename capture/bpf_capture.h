@@ -49,12 +49,12 @@ struct CaptureOptions {
 // CPU: 256 Ki each on 2 CPUs (0.25 s of 1 M records/s on one CPU), 1 Ki
 // each from 293 CPUs (21 MiB at 384), the floor past 585 CPUs. The floor
 // holds because a stream a quarter full rings the drain awake
-// (capture/doorbell.h), whatever sleep the last rate advised: with 1 Ki
-// slots per CPU, this 2-CPU host lost none of its records to fault loops
-// on both CPUs and a fork storm (bench/stream_budget.sh; 2.4-3.4% before
-// the doorbell), and none to 16 threads mapping and unmapping 64 pages
-// each with rssauditd at the unit's Nice=-10 (0.02-0.07% at nice 0, whose
-// drain waited behind them for the CPU).
+// (capture/doorbell.h), whatever sleep the last rate advised. With 1 Ki
+// slots per CPU on this 2-CPU host: 16 threads each mapping, touching and
+// unmapping 64 pages lost 55 746 records in 15 s before the doorbell,
+// 470-1 307 with it at nice 0 (the drain waiting behind them for a CPU),
+// none at the unit's Nice=-10; fault loops on both CPUs and a fork storm
+// lose none (bench/stream_budget.sh; none since repeats, 2.4-3.4% before).
 inline constexpr size_t kAutomaticStreamBytes = size_t{32} << 20;
 inline constexpr uint32_t kAutomaticMinSlotsPerCpu = 1024;
 inline constexpr uint32_t kMinSlotsPerCpu = 512;

@@ -32,6 +32,7 @@ Doorbell::~Doorbell() {
 int Doorbell::fd() const { return ring_buffer__epoll_fd(rb_); }
 
 uint64_t Doorbell::answer() {
+  std::lock_guard lock(answering_);
   answered_ = 0;
   ring_buffer__consume(rb_);
   rings_.store(rings_.load(std::memory_order_relaxed) + answered_,

@@ -2,13 +2,14 @@
 // a program writes to when a CPU's stream reaches a quarter full, so that a
 // consumer sleeping as long as the last rate allowed wakes before a burst
 // fills the stream. Its fd becomes readable when rung; answer() empties it
-// (else it stays readable) and counts the rings. Used by one thread at a
-// time.
+// (else it stays readable) and counts the rings; any thread may, so that
+// a loop and a drain thread may both wait on it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "core/result.h"
 
@@ -34,6 +35,7 @@ class Doorbell {
  private:
   Doorbell() = default;
   ring_buffer* rb_ = nullptr;
+  std::mutex answering_;   // libbpf's consumer is one thread's at a time
   uint64_t answered_ = 0;  // by the consuming call's callback
   std::atomic<uint64_t> rings_{0};
 };

@@ -295,6 +295,8 @@ for cell in "${cells[@]}"; do
   # (softlockup_panic turns that into a panic, not a 20-minute timeout),
   # and 6.1 called address 0 from a function whose fentry site was being
   # patched (the kernel tests' attach and detach), twice in one CI run.
+  # (oops=panic: the guest ends there; it hung until the timeout, 20
+  # minutes, after such an oops on 2026-12-07.)
   # That is the emulator, not the code under test: such a cell runs once
   # more, with one TCG thread for all vCPUs (no vCPU runs code another is
   # rewriting; 6.1 at 4 vCPUs: 135 s, 129-132 s on a thread each), and its
@@ -311,7 +313,7 @@ for cell in "${cells[@]}"; do
     timeout -k 10 "$t" qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -cpu max \
       -smp "$n" -m "$m" -nographic -no-reboot -nic none \
       -kernel "${vmlinuz_of[$series]}" -initrd "$initrd" \
-      -append "console=ttyS0 panic=-1 softlockup_panic=1 quiet preempt=$preempt transparent_hugepage=madvise rssaudit.kt_timeout=$((t * 2 / 3))${RSSAUDIT_VM_APPEND:+ $RSSAUDIT_VM_APPEND}" \
+      -append "console=ttyS0 panic=-1 oops=panic softlockup_panic=1 quiet preempt=$preempt transparent_hugepage=madvise rssaudit.kt_timeout=$((t * 2 / 3))${RSSAUDIT_VM_APPEND:+ $RSSAUDIT_VM_APPEND}" \
       </dev/null >"$log.raw" 2>&1 || rc=$?
     tr -d '\r' <"$log.raw" >"$log" && rm -f "$log.raw"
     why=
