@@ -20,8 +20,8 @@ Result<std::unique_ptr<Doorbell>> Doorbell::open(int map_fd) {
   std::unique_ptr<Doorbell> d(new Doorbell);
   d->rb_ = ring_buffer__new(map_fd, count_ring, &d->answered_, nullptr);
   if (!d->rb_)
-    return unexpected(Error{fmt::format("the doorbell ring buffer: {}",
-                                        std::strerror(errno))});
+    return unexpected(Error{
+        fmt::format("the doorbell ring buffer: {}", std::strerror(errno))});
   return d;
 }
 

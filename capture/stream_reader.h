@@ -208,7 +208,8 @@ class StreamReader {
   }
   void hole_closed(uint64_t now_ns) {
     if (!missing_since_ns_) return;
-    const uint64_t held = now_ns > missing_since_ns_ ? now_ns - missing_since_ns_ : 0;
+    const uint64_t held =
+        now_ns > missing_since_ns_ ? now_ns - missing_since_ns_ : 0;
     add(held_ns_, held);
     if (held > held_max_ns_.load(std::memory_order_relaxed))
       held_max_ns_.store(held, std::memory_order_relaxed);

@@ -19,8 +19,8 @@ namespace {
   constexpr size_t kPage = 4096;
   const int fd = memfd_create("doorbell_test", 0);
   if (fd < 0 || ftruncate(fd, off_t(pairs * kPage)) != 0) _exit(3);
-  auto* shared = static_cast<volatile char*>(mmap(
-      nullptr, pairs * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  auto* shared = static_cast<volatile char*>(
+      mmap(nullptr, pairs * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   auto* anon = static_cast<volatile char*>(
       mmap(nullptr, pairs * kPage, PROT_READ | PROT_WRITE,
            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
