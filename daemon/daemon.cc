@@ -535,7 +535,8 @@ class Daemon {
                       live_.capture().losses(), live_.capture().hook_misses(),
                       live_.consumer_threads(), live_.drain_waits(),
                       live_.capture().holds(),
-                      live_.capture().doorbell().rings(), lag_s(), double(loop_delay_.take()) / 1e9, pipeline_,
+                      live_.capture().doorbell().rings(), lag_s(),
+                      double(loop_delay_.take()) / 1e9, pipeline_,
                       recorder_.stats(), *store_, options_.top, exited_lookup(),
                       sampler_);
     write_snapshot_log(stderr, live_.stats(), live_.snapshot_stats());
